@@ -1,0 +1,53 @@
+"""The defaults of every guarded cell, as one traitlets ``Configurable``.
+
+``%config GPUGuard.interval = 0.25`` in a notebook and ``c.GPUGuard.interval = 0.25`` in
+``ipython_config.py`` set them as for any IPython component; the options of ``%%gpuguard``
+override them for one cell.
+"""
+
+from __future__ import annotations
+
+import os
+
+from traitlets import Bool, Float, List, TraitError, Unicode, default, validate
+from traitlets.config import Configurable
+
+from .options import check_interval
+
+
+class GPUGuard(Configurable):
+    """Defaults of ``%%gpuguard``."""
+
+    interval = Float(
+        0.5, help="Seconds between two telemetry samples while a guarded cell runs."
+    ).tag(config=True)
+    devices = List(
+        [], help="Framework indices of the GPUs to watch (GPU:0 is 0); empty for all visible."
+    ).tag(config=True)
+    panel = Bool(True, help="Show the live memory panel above a guarded cell's output.").tag(
+        config=True
+    )
+    simulate = Unicode(
+        help=(
+            "Sizes of simulated GPUs shown when NVML finds none, like '8GiB' or '8GiB,16GiB'; "
+            "empty for none. Defaults to the GPUGUARD_SIMULATE environment variable."
+        )
+    ).tag(config=True)
+
+    @default("simulate")
+    def _simulate_from_environment(self) -> str:
+        return os.environ.get("GPUGUARD_SIMULATE", "")
+
+    @validate("interval")
+    def _valid_interval(self, proposal: dict[str, float]) -> float:
+        try:
+            return check_interval(proposal["value"])
+        except ValueError as error:
+            raise TraitError(f"GPUGuard.interval: {error}") from None
+
+    @validate("devices")
+    def _valid_devices(self, proposal: dict[str, list[object]]) -> list[object]:
+        devices = proposal["value"]
+        if not all(isinstance(index, int) and index >= 0 for index in devices):
+            raise TraitError(f"GPUGuard.devices must be device indices like [0, 1], not {devices!r}")
+        return devices

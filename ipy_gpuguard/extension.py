@@ -1,0 +1,48 @@
+"""Loading and unloading the extension: register exactly what unloading removes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .config import GPUGuard
+from .magics import GPUGuardMagics
+from .session import GuardSession
+
+
+
+def load(shell: Any) -> None:
+    """Register the magics, the configurable, the cell transformer and the event hooks, once."""
+    if _loaded_magics(shell) is not None:
+        return  # loading twice is harmless
+    config = GPUGuard(parent=shell)
+    # A Jupyter kernel's shell has a kernel: its frontend can render live widgets.
+    session = GuardSession(config, live=getattr(shell, "kernel", None) is not None)
+    magics = GPUGuardMagics(shell, session)
+    shell.register_magics(magics)
+    shell.configurables.append(config)
+    shell.input_transformers_cleanup.append(magics.transformer)
+    shell.events.register("pre_run_cell", magics.pre_run_cell)
+    shell.events.register("post_run_cell", magics.post_run_cell)
+
+
+def unload(shell: Any) -> None:
+    """Stop every thread and remove everything :func:`load` registered."""
+    magics = _loaded_magics(shell)
+    if magics is None:
+        return
+    try:
+        magics.session.close()
+    finally:
+        shell.events.unregister("pre_run_cell", magics.pre_run_cell)
+        shell.events.unregister("post_run_cell", magics.post_run_cell)
+        shell.input_transformers_cleanup.remove(magics.transformer)
+        shell.configurables.remove(magics.session.config)
+        manager = shell.magics_manager
+        del manager.magics["line"]["gpuguard"]
+        del manager.magics["cell"]["gpuguard"]
+        del manager.registry[type(magics).__name__]
+
+
+def _loaded_magics(shell: Any) -> GPUGuardMagics | None:
+    registered = shell.magics_manager.registry.get(GPUGuardMagics.__name__)
+    return registered if isinstance(registered, GPUGuardMagics) else None

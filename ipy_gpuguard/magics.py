@@ -1,0 +1,180 @@
+"""``%%gpuguard`` and ``%gpuguard``: parse what the person typed, then hand over to the session.
+
+A guarded cell is run by the shell as the cell itself, not from inside a magic function. A
+cleanup input transformer blanks the ``%%gpuguard`` line (after checking its options), and the
+``pre_run_cell``/``post_run_cell`` events start and finish the guard. So the cell fails exactly
+as it would without the magic (its ``execute_reply`` says ``error``, "Run All" stops there), its
+traceback is IPython's own with the cell's own number and line numbers, ``%debug`` reaches the
+user's frames, and top-level ``await`` and other cell magics below the first line keep working.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any
+
+from IPython.core import magic_arguments
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+
+from .options import GuardOptions, check_interval, parse_device_list
+from .session import GuardSession
+
+_GUARD_LINE = re.compile(r"^%%gpuguard(?:[ \t]+(?P<options>.*?))?[ \t]*\r?\n?$")
+
+
+@magics_class
+class GPUGuardMagics(Magics):
+    """The magics, and the shell hooks that guard a cell."""
+
+    def __init__(self, shell: Any, session: GuardSession) -> None:
+        super().__init__(shell)
+        self.session = session
+        self.transformer = GuardedCellTransformer(self)
+
+    @magic_arguments.magic_arguments()
+    @magic_arguments.argument(
+        "--interval",
+        type=float,
+        metavar="SECONDS",
+        help="seconds between telemetry samples (default: %%config GPUGuard.interval, 0.5)",
+    )
+    @magic_arguments.argument(
+        "--devices",
+        metavar="0,1",
+        help="framework indices of the GPUs to watch, as in GPU:0 (default: all visible)",
+    )
+    @magic_arguments.argument(
+        "--no-panel", action="store_true", help="run guarded, but show no memory panel"
+    )
+    @cell_magic("gpuguard")
+    def gpuguard_cell(self, line: str, cell: str) -> None:
+        """Run a cell under the GPU guard.
+
+        While the cell runs, a panel above its output shows each GPU's memory (the device's,
+        from NVML, and the framework allocator's), utilisation, temperature and power; when the
+        cell ends, however it ends, the panel freezes into a summary of peak memory and time.
+        The cell itself runs exactly as without the magic. Put ``%%gpuguard`` on the first line
+        of the cell, above any other cell magic.
+
+        Without a GPU the cell still runs and the panel says which telemetry is missing and why.
+        """
+        # Reached only when the shell did not run the cell itself: another cell magic came first,
+        # or a script exported from a notebook calls run_cell_magic. Run it as a cell of its own.
+        options = f" {line}" if line.strip() else ""
+        self.shell.run_cell(f"%%gpuguard{options}\n{cell}", store_history=False)
+
+    @magic_arguments.magic_arguments()
+    @magic_arguments.argument(
+        "command",
+        nargs="?",
+        default="status",
+        choices=["status", "simulate"],
+        help="status: telemetry, devices and settings; simulate: simulated GPUs when none is found",
+    )
+    @magic_arguments.argument(
+        "value", nargs="?", help="for simulate: sizes like 8GiB or 8GiB,16GiB, or off"
+    )
+    @line_magic("gpuguard")
+    def gpuguard_line(self, line: str) -> None:
+        """Inspect and set up the GPU guard.
+
+        ``%gpuguard status`` shows the telemetry source, the devices and the settings;
+        ``%gpuguard simulate 8GiB`` shows simulated GPUs where NVML finds none (``off`` to stop).
+        Defaults are set with ``%config GPUGuard``.
+        """
+        args = _parse(self.gpuguard_line, line, "%gpuguard")
+        if args.command == "simulate":
+            print(self._simulate(args.value))
+        else:
+            if args.value is not None:
+                raise UsageError(f"%gpuguard status takes no value, not {args.value!r}")
+            print("\n".join(self.session.status_lines()))
+
+    def guard_options(self, line: str) -> GuardOptions:
+        """The options of a ``%%gpuguard`` line, checked; ``UsageError`` says what is wrong."""
+        args = _parse(self.gpuguard_cell, line, "%%gpuguard")
+        try:
+            interval = None if args.interval is None else check_interval(args.interval)
+            devices = None if args.devices is None else parse_device_list(args.devices)
+            options = self.session.options(interval, devices, args.no_panel)
+            self.session.check_devices(options)
+        except ValueError as error:
+            raise UsageError(f"%%gpuguard: {error}") from None
+        return options
+
+    def pre_run_cell(self, info: Any) -> None:
+        """Start the guard when the cell about to run begins with ``%%gpuguard``."""
+        line = guard_line(info.raw_cell)
+        if line is None:
+            return
+        try:
+            options = self.guard_options(line)
+        except UsageError:
+            return  # the transformer has refused the cell and IPython shows why
+        _guard_failure_in_one_line("start", lambda: self.session.begin(info, options))
+
+    def post_run_cell(self, result: Any) -> None:
+        """Finish the guard of the cell that just ended, whether it succeeded or not."""
+        key = getattr(result, "info", None)
+        _guard_failure_in_one_line("finish", lambda: self.session.end(key))
+
+    def _simulate(self, value: str | None) -> str:
+        if value is None:
+            raise UsageError("%gpuguard simulate needs sizes like 8GiB or 8GiB,16GiB, or off")
+        try:
+            return self.session.simulate("" if value.lower() == "off" else value)
+        except ValueError as error:
+            raise UsageError(f"%gpuguard simulate: {error}") from None
+
+
+class GuardedCellTransformer:
+    """Blanks a cell's ``%%gpuguard`` line so that the shell runs the rest as the cell itself.
+
+    The line becomes an empty line, so line numbers in tracebacks are those of the cell as shown.
+    When another cell magic follows, the line is removed instead, so that it stays first.
+    """
+
+    #: Keeps IPython's completeness check treating ``%%gpuguard`` as a cell magic (a terminal
+    #: then waits for a blank line), since transforms with side effects are skipped there.
+    has_side_effects = True
+
+    def __init__(self, magics: GPUGuardMagics) -> None:
+        self._magics = magics
+
+    def __call__(self, lines: list[str]) -> list[str]:
+        line = guard_line(lines[0]) if lines else None
+        if line is None:
+            return lines
+        self._magics.guard_options(line)  # a wrong option stops the cell before it runs
+        body = lines[1:]
+        if body and body[0].startswith("%%"):
+            return body
+        return ["\n", *body]
+
+
+def guard_line(cell: str) -> str | None:
+    """The options after ``%%gpuguard`` on the cell's first non-blank line; ``None`` if not guarded."""
+    first = next((line for line in cell.splitlines() if line.strip()), "")
+    match = _GUARD_LINE.match(first)
+    return None if match is None else (match.group("options") or "")
+
+
+def _parse(magic: Any, line: str, name: str) -> Any:
+    try:
+        return magic_arguments.parse_argstring(magic, line)
+    except UsageError as error:
+        raise UsageError(f"{name}: {error} (see {name}? for the options)") from None
+
+
+def _guard_failure_in_one_line(stage: str, action: Any) -> None:
+    """Run a step of the guard; its failure is one line on stderr, never a second traceback."""
+    try:
+        action()
+    except Exception as error:
+        what = "the cell runs unguarded" if stage == "start" else "the cell's own result stands"
+        print(
+            f"ipy_gpuguard: the guard failed to {stage} ({type(error).__name__}: {error}); {what}",
+            file=sys.stderr,
+        )

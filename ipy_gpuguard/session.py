@@ -1,0 +1,121 @@
+"""The one stateful object of the extension: settings, the telemetry source, the guarded cell now running."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from .config import GPUGuard
+from .guard import GuardedRun
+from .options import GuardOptions
+from .telemetry import DeviceBackend, open_backend
+from .telemetry.units import format_bytes, parse_size_list
+
+
+class GuardSession:
+    """Owns everything the extension holds between cells; :meth:`close` releases all of it.
+
+    Parameters
+    ----------
+    config
+        The defaults (``%config GPUGuard``).
+    live
+        Whether panels can be live widgets (inside a Jupyter kernel) or only a final summary.
+    open_telemetry
+        Opens the telemetry source from the ``simulate`` setting; tests pass their own.
+    """
+
+    def __init__(
+        self,
+        config: GPUGuard,
+        live: bool,
+        open_telemetry: Callable[[str], DeviceBackend] = open_backend,
+    ) -> None:
+        self.config = config
+        self.live = live
+        self._open_telemetry = open_telemetry
+        self._backend: DeviceBackend | None = None
+        self._backend_lock = threading.Lock()
+        self._active: tuple[object, GuardedRun] | None = None
+
+    @property
+    def backend(self) -> DeviceBackend:
+        """The telemetry source, opened on first use: NVML starts only when a cell needs it."""
+        with self._backend_lock:
+            if self._backend is None:
+                self._backend = self._open_telemetry(self.config.simulate)
+            return self._backend
+
+    def options(
+        self, interval_s: float | None = None, devices: tuple[int, ...] | None = None, no_panel: bool = False
+    ) -> GuardOptions:
+        """The config's defaults with one cell's options laid over them."""
+        return GuardOptions(
+            interval_s=self.config.interval if interval_s is None else interval_s,
+            devices=devices if devices is not None else (tuple(self.config.devices) or None),
+            show_panel=self.config.panel and not no_panel,
+        )
+
+    def check_devices(self, options: GuardOptions) -> None:
+        """Refuse indices of devices the framework does not see (when it sees any at all)."""
+        visible = [info.index for info in self.backend.devices()]
+        missing = [index for index in options.devices or () if index not in visible]
+        if visible and missing:
+            raise ValueError(
+                f"no device {', '.join(map(str, missing))}: the visible devices are "
+                f"{', '.join(map(str, visible))} (framework indices, after CUDA_VISIBLE_DEVICES)"
+            )
+
+    def begin(self, key: object, options: GuardOptions) -> None:
+        """Start guarding the cell identified by ``key``; a cell already guarded is left alone."""
+        if self._active is not None:
+            return
+        run = GuardedRun(self.backend, options, self.live)
+        self._active = (key, run)
+        run.start()
+
+    def end(self, key: object | None) -> None:
+        """Finish the guarded cell ``key`` (``None``: whichever is running)."""
+        if self._active is None or (key is not None and self._active[0] is not key):
+            return
+        _, run = self._active
+        self._active = None
+        run.finish()
+
+    def simulate(self, spec: str) -> str:
+        """Switch simulated devices on (``"8GiB"``) or off (``""``); returns what changed, in words."""
+        sizes = parse_size_list(spec) if spec else ()
+        self.config.simulate = spec
+        self._reset_backend()
+        if not sizes:
+            return "simulated devices off"
+        named = ", ".join(format_bytes(size) for size in sizes)
+        return f"simulated devices on: {named} (a real GPU, when NVML finds one, is shown instead)"
+
+    def status_lines(self) -> list[str]:
+        backend = self.backend
+        lines = [f"telemetry: {backend.kind} · {backend.summary}"]
+        lines += [
+            f"  GPU {info.index} · {info.name} · {format_bytes(info.total_bytes)}"
+            for info in backend.devices()
+        ]
+        devices = ",".join(map(str, self.config.devices)) or "all visible"
+        lines.append(
+            f"settings: interval {self.config.interval:g} s · devices {devices} · "
+            f"panel {'on' if self.config.panel else 'off'} · simulate {self.config.simulate or 'off'}"
+        )
+        lines.append(f"guarded cell running: {'yes' if self._active else 'no'}")
+        return lines
+
+    def close(self) -> None:
+        """Stop whatever runs and release the telemetry library."""
+        try:
+            self.end(None)
+        finally:
+            self._reset_backend()
+
+    def _reset_backend(self) -> None:
+        with self._backend_lock:
+            backend, self._backend = self._backend, None
+        if backend is not None:
+            backend.close()

@@ -1,0 +1,98 @@
+"""The framework allocator's view of device memory: what TensorFlow or PyTorch hold.
+
+TensorFlow reserves most of a GPU at start-up and its BFC allocator never gives memory back, so
+NVML's "used" says little about a TensorFlow process; the allocator's current and peak bytes say
+what the model really needs. Only frameworks the person has already imported are read, looked up
+in ``sys.modules``: importing one here would cost seconds. TensorFlow is read only once its
+runtime is initialised, because asking it about memory would initialise the GPUs, and after that
+``set_memory_growth`` fails with "Physical devices cannot be modified after being initialized".
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterable, Mapping
+from types import ModuleType
+from typing import Any
+
+from .model import AllocatorReading
+
+log = logging.getLogger(__name__)
+
+
+class FrameworkAllocators:
+    """Reads the allocator of whichever framework is in use, TensorFlow first.
+
+    Parameters
+    ----------
+    device_type
+        ``"GPU"`` for real devices. Simulated devices read TensorFlow's ``CPU`` allocator, so that
+        a demo without a GPU shows a real allocator at work.
+    modules
+        Where to look for imported frameworks; ``sys.modules`` unless a test says otherwise.
+    """
+
+    def __init__(self, device_type: str = "GPU", modules: Mapping[str, ModuleType] | None = None):
+        self._device_type = device_type
+        self._modules = sys.modules if modules is None else modules
+        self._reported: set[str] = set()
+
+    def read(self, index: int) -> AllocatorReading | None:
+        """The allocator's current and peak bytes on device ``index``, or ``None``."""
+        tensorflow = self._tensorflow()
+        if tensorflow is not None:
+            info = self._quiet(
+                "TensorFlow get_memory_info",
+                tensorflow.config.experimental.get_memory_info,
+                f"{self._device_type}:{index}",
+            )
+            if info is not None:
+                return AllocatorReading("TensorFlow", int(info["current"]), int(info["peak"]))
+        torch_cuda = self._torch_cuda()
+        if torch_cuda is not None:
+            current = self._quiet("torch memory_allocated", torch_cuda.memory_allocated, index)
+            peak = self._quiet("torch max_memory_allocated", torch_cuda.max_memory_allocated, index)
+            if current is not None and peak is not None:
+                return AllocatorReading("PyTorch", int(current), int(peak))
+        return None
+
+    def reset_peaks(self, indices: Iterable[int]) -> None:
+        """Start the allocators' peak counters afresh, so that a cell's peak is its own."""
+        tensorflow = self._tensorflow()
+        torch_cuda = self._torch_cuda()
+        for index in indices:
+            if tensorflow is not None:
+                self._quiet(
+                    "TensorFlow reset_memory_stats",
+                    tensorflow.config.experimental.reset_memory_stats,
+                    f"{self._device_type}:{index}",
+                )
+            if torch_cuda is not None:
+                self._quiet("torch reset_peak_memory_stats", torch_cuda.reset_peak_memory_stats, index)
+
+    def _tensorflow(self) -> Any:
+        tensorflow = self._modules.get("tensorflow")
+        context = self._modules.get("tensorflow.python.eager.context")
+        if tensorflow is None or context is None or not hasattr(tensorflow, "config"):
+            return None  # not imported, or still importing
+        current = context.context_safe()
+        return tensorflow if getattr(current, "_initialized", False) else None
+
+    def _torch_cuda(self) -> Any:
+        if self._device_type != "GPU":
+            return None
+        torch = self._modules.get("torch")
+        cuda = getattr(torch, "cuda", None)
+        # is_initialized() is false until torch itself has created a CUDA context
+        return cuda if cuda is not None and self._quiet("torch", cuda.is_initialized) else None
+
+    def _quiet(self, what: str, function: Any, *args: Any) -> Any:
+        """Telemetry never raises: a failure is ``None``, logged the first time it happens."""
+        try:
+            return function(*args)
+        except Exception as error:  # any framework error means "not known"
+            if what not in self._reported:
+                self._reported.add(what)
+                log.info("%s failed: %s", what, error)
+            return None

@@ -1,0 +1,234 @@
+"""Device telemetry from NVML, through nvidia-ml-py (the ``pynvml`` module).
+
+Every NVML call goes through :meth:`NvmlBackend._call`, which turns ``NVMLError`` into ``None``:
+a GPU that does not report its temperature shows n/a, never an error. Errors are recognised by
+their NVML code (``error.value``), not by class, so any nvidia-ml-py version works. The library is
+initialised once, under a lock, when a session first needs it, and device handles are fetched
+once: fetching them on every tick is what made gpustat slow.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from types import ModuleType
+from typing import Any
+
+from .model import DeviceInfo, DeviceReading, TelemetryUnavailable
+from .visible_devices import PhysicalDevice, select_visible
+
+log = logging.getLogger(__name__)
+
+_INIT_FAILURES = {
+    "NVML_ERROR_LIBRARY_NOT_FOUND": (
+        "NVML library not found: no NVIDIA driver is installed here "
+        "(libnvidia-ml.so.1 or nvml.dll is missing)"
+    ),
+    "NVML_ERROR_DRIVER_NOT_LOADED": (
+        "the NVIDIA driver is installed but not loaded: check `nvidia-smi`; "
+        "a reboot after installing the driver usually loads it"
+    ),
+    "NVML_ERROR_LIB_RM_VERSION_MISMATCH": (
+        "the NVML library and the running kernel driver have different versions "
+        "(the driver was updated without a reboot): reboot, or reload the nvidia kernel modules"
+    ),
+    "NVML_ERROR_NO_PERMISSION": "no permission to open the NVIDIA device files (/dev/nvidia*)",
+}
+GPU_IS_LOST = (
+    "GPU is lost: it stopped answering the driver (fell off the bus, overheated or lost power); "
+    "it needs a reset or a reboot"
+)
+
+
+class NvmlBackend:
+    """The GPUs the framework sees, read through NVML."""
+
+    kind = "nvml"
+
+    def __init__(self, nvml: ModuleType, visible: list[PhysicalDevice], driver: str | None) -> None:
+        self._nvml = nvml
+        self._lock = threading.Lock()
+        self._closed = False
+        self._reported: set[tuple[str, int | None]] = set()
+        self._lost: set[int] = set()
+        self._handles: list[Any] = [self._handle(device) for device in visible]
+        self._devices = tuple(
+            DeviceInfo(
+                index=index,
+                name=_text(self._call("nvmlDeviceGetName", handle)) or "NVIDIA GPU",
+                total_bytes=getattr(self._call("nvmlDeviceGetMemoryInfo", handle), "total", None),
+                uuid=device.uuid,
+            )
+            for index, (device, handle) in enumerate(zip(visible, self._handles))
+        )
+        self.summary = f"NVML, driver {driver}" if driver else "NVML"
+
+    @classmethod
+    def open(
+        cls, nvml: ModuleType | None = None, cuda_visible_devices: str | None = None
+    ) -> NvmlBackend:
+        """Initialise NVML and find the visible GPUs.
+
+        Parameters
+        ----------
+        nvml
+            The ``pynvml`` module; tests pass a fake one. Imported here, not at extension load.
+        cuda_visible_devices
+            Defaults to the process's ``CUDA_VISIBLE_DEVICES``.
+
+        Raises
+        ------
+        TelemetryUnavailable
+            With the reason in words: no library, driver not loaded, version mismatch, no GPU.
+        """
+        if nvml is None:
+            nvml = _import_pynvml()
+        if cuda_visible_devices is None:
+            cuda_visible_devices = os.environ.get("CUDA_VISIBLE_DEVICES")
+        try:
+            nvml.nvmlInit()
+        except nvml.NVMLError as error:
+            raise TelemetryUnavailable(_explain_init_failure(nvml, error)) from None
+        try:
+            gpus, migs = _enumerate(nvml)
+        except nvml.NVMLError as error:
+            nvml.nvmlShutdown()
+            raise TelemetryUnavailable(f"NVML could not list the GPUs: {error}") from None
+        visible = select_visible(gpus, migs, cuda_visible_devices)
+        if not visible:
+            nvml.nvmlShutdown()
+            if not gpus:
+                raise TelemetryUnavailable("NVML sees no NVIDIA GPU on this machine")
+            raise TelemetryUnavailable(
+                f"CUDA_VISIBLE_DEVICES={cuda_visible_devices!r} hides all {len(gpus)} GPU(s)"
+            )
+        driver = _text(_quiet(nvml, nvml.nvmlSystemGetDriverVersion))
+        return cls(nvml, visible, driver)
+
+    def devices(self) -> tuple[DeviceInfo, ...]:
+        return self._devices
+
+    def read(self, index: int) -> DeviceReading:
+        if index in self._lost:
+            return DeviceReading(problem=GPU_IS_LOST)
+        handle = self._handles[index]
+        memory = self._call("nvmlDeviceGetMemoryInfo", handle, device=index)
+        utilization = self._call("nvmlDeviceGetUtilizationRates", handle, device=index)
+        power_mw = self._call("nvmlDeviceGetPowerUsage", handle, device=index)
+        temperature = self._call(
+            "nvmlDeviceGetTemperature", handle, self._nvml.NVML_TEMPERATURE_GPU, device=index
+        )
+        return DeviceReading(
+            used_bytes=getattr(memory, "used", None),
+            total_bytes=getattr(memory, "total", None),
+            utilization_percent=getattr(utilization, "gpu", None),
+            temperature_c=temperature,
+            power_watts=None if power_mw is None else power_mw / 1000,
+            problem=GPU_IS_LOST if index in self._lost else None,
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                _quiet(self._nvml, self._nvml.nvmlShutdown)
+
+    def _handle(self, device: PhysicalDevice) -> Any:
+        handle = self._call("nvmlDeviceGetHandleByIndex", device.nvml_index)
+        if device.mig_index is None:
+            return handle
+        return self._call("nvmlDeviceGetMigDeviceHandleByIndex", handle, device.mig_index)
+
+    def _call(self, function: str, *args: Any, device: int | None = None) -> Any:
+        """The one choke point: the result, or ``None`` when NVML cannot say.
+
+        ``device`` names the visible device the call is about, so that ``GPU is lost`` marks it.
+        """
+        with self._lock:
+            if self._closed:
+                return None
+            try:
+                return getattr(self._nvml, function)(*args)
+            except self._nvml.NVMLError as error:
+                self._note_failure(function, error, device)
+                return None
+
+    def _note_failure(self, function: str, error: Exception, device: int | None) -> None:
+        code = getattr(error, "value", None)
+        if code == self._nvml.NVML_ERROR_NOT_SUPPORTED:
+            return  # an ordinary "n/a": many GPUs report no power or temperature
+        if code == self._nvml.NVML_ERROR_GPU_IS_LOST and device is not None:
+            self._lost.add(device)
+        if (function, code) not in self._reported:
+            self._reported.add((function, code))
+            log.info("NVML %s failed: %s", function, error)
+
+
+def _import_pynvml() -> ModuleType:
+    try:
+        import pynvml
+    except ImportError:
+        raise TelemetryUnavailable(
+            "nvidia-ml-py is not installed (it provides the pynvml module): pip install nvidia-ml-py"
+        ) from None
+    return pynvml
+
+
+def _explain_init_failure(nvml: ModuleType, error: Exception) -> str:
+    code = getattr(error, "value", None)
+    for constant, explanation in _INIT_FAILURES.items():
+        if code == getattr(nvml, constant, object()):
+            return explanation
+    return f"NVML failed to start: {error}"
+
+
+def _enumerate(nvml: ModuleType) -> tuple[list[PhysicalDevice], list[PhysicalDevice]]:
+    """Whole GPUs in NVML order, and the MIG instances of those with MIG enabled."""
+    gpus: list[PhysicalDevice] = []
+    migs: list[PhysicalDevice] = []
+    for index in range(nvml.nvmlDeviceGetCount()):
+        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        uuid = _text(nvml.nvmlDeviceGetUUID(handle))
+        gpus.append(PhysicalDevice(nvml_index=index, uuid=uuid))
+        migs.extend(_mig_instances(nvml, handle, index, uuid))
+    return gpus, migs
+
+
+def _mig_instances(
+    nvml: ModuleType, handle: Any, index: int, parent_uuid: str
+) -> list[PhysicalDevice]:
+    mode = _quiet(nvml, nvml.nvmlDeviceGetMigMode, handle)
+    if mode is None or mode[0] != nvml.NVML_DEVICE_MIG_ENABLE:
+        return []
+    instances = []
+    for slot in range(_quiet(nvml, nvml.nvmlDeviceGetMaxMigDeviceCount, handle) or 0):
+        mig = _quiet(nvml, nvml.nvmlDeviceGetMigDeviceHandleByIndex, handle, slot)
+        if mig is None:
+            continue  # an empty slot answers NVML_ERROR_NOT_FOUND
+        instances.append(
+            PhysicalDevice(
+                nvml_index=index,
+                uuid=_text(nvml.nvmlDeviceGetUUID(mig)),
+                mig_index=slot,
+                parent_uuid=parent_uuid,
+                gpu_instance_id=_quiet(nvml, nvml.nvmlDeviceGetGpuInstanceId, mig),
+                compute_instance_id=_quiet(nvml, nvml.nvmlDeviceGetComputeInstanceId, mig),
+            )
+        )
+    return instances
+
+
+def _quiet(nvml: ModuleType, function: Any, *args: Any) -> Any:
+    """Call during set-up or shut-down, where a failure only means "not known"."""
+    try:
+        return function(*args)
+    except nvml.NVMLError:
+        return None
+
+
+def _text(value: Any) -> str:
+    """nvidia-ml-py returned ``bytes`` before version 11.5 and ``str`` since."""
+    if value is None:
+        return ""
+    return value.decode() if isinstance(value, bytes) else str(value)

@@ -1,0 +1,74 @@
+"""Memory sizes as people write them (``8GiB``) and as the panel shows them.
+
+Hand-written rather than a dependency: two small functions, and the accepted spellings are part
+of this package's interface (``GPUGUARD_SIMULATE``, ``%gpuguard simulate``).
+"""
+
+from __future__ import annotations
+
+import re
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "t": 1000**4,
+    "tb": 1000**4,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "tib": 1024**4,
+}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+_SIZE_HELP = "a size like 8GiB, 512MiB or 16GB"
+
+
+def parse_size(text: str) -> int:
+    """Return the number of bytes in ``text`` (``8GiB``, ``512 MiB``, ``16GB``).
+
+    Raises
+    ------
+    ValueError
+        With a message that says what is accepted. A bare number is refused: ``8`` could mean
+        bytes or GiB, and guessing wrong would make a simulated device of 8 bytes.
+    """
+    match = _SIZE.match(text)
+    unit = match.group(2).lower() if match else ""
+    if not match or unit not in _UNITS or unit == "":
+        raise ValueError(f"{text.strip()!r} is not {_SIZE_HELP}")
+    size = int(float(match.group(1)) * _UNITS[unit])
+    if size <= 0:
+        raise ValueError(f"{text.strip()!r} is not a positive size")
+    return size
+
+
+def parse_size_list(text: str) -> tuple[int, ...]:
+    """Parse comma-separated sizes (``8GiB,16GiB``): one simulated device per size."""
+    parts = [part for part in text.split(",") if part.strip()]
+    if not parts:
+        raise ValueError(f"{text!r} names no size: give {_SIZE_HELP}, or several separated by commas")
+    return tuple(parse_size(part) for part in parts)
+
+
+def format_bytes(size: int | None) -> str:
+    """Binary units with three significant figures (``7.52 GiB``); ``n/a`` for unknown."""
+    if size is None:
+        return "n/a"
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024:
+            return f"{value:.0f} B" if unit == "B" else f"{_three_figures(value)} {unit}"
+        value /= 1024
+    return f"{_three_figures(value)} TiB"
+
+
+def _three_figures(value: float) -> str:
+    """``1000`` stays ``1000``, not ``1e+03`` as the ``g`` format would write it."""
+    if abs(value) >= 99.95:
+        return f"{value:.0f}"
+    return f"{value:.1f}" if abs(value) >= 9.995 else f"{value:.2f}"

@@ -1,0 +1,100 @@
+"""The live memory panel: stock ipywidgets, drawn from the sampler thread.
+
+Trait changes made from a thread reach the frontend as ``comm_msg`` while the cell runs, but a
+``print`` or ``display`` from a thread does not belong to the cell, so the sampler only ever sets
+traits of widgets created here on the main thread. Each redraw of a widget is one message
+(``hold_sync``), and redraws are at most four a second whatever the sampling interval.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from html import escape
+from typing import Any
+
+import ipywidgets as widgets
+
+from ..telemetry import DeviceInfo
+from . import render
+from .view import PanelView, bar_style, used_fraction
+
+#: The least time between two redraws (seconds): four a second at most.
+MIN_REDRAW_INTERVAL_S = 0.25
+
+
+class PanelSummary:
+    """The frozen panel: static HTML and text, so a saved notebook or a terminal still shows it."""
+
+    def __init__(self, view: PanelView) -> None:
+        self.view = view
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
+        return {"text/plain": render.summary_text(self.view), "text/html": render.summary_html(self.view)}
+
+
+class _DeviceRow:
+    """One GPU: a label, a memory bar, a line of figures and the chart."""
+
+    def __init__(self, info: DeviceInfo) -> None:
+        self.info = info
+        self.label = widgets.HTML()
+        self.bar = widgets.FloatProgress(min=0.0, max=1.0, layout=widgets.Layout(width="100%"))
+        self.stats = widgets.HTML()
+        self.chart = widgets.HTML()
+        self.box = widgets.VBox([self.label, self.bar, self.stats, self.chart])
+
+    def draw(self, view: PanelView) -> None:
+        sample = view.latest_of(self.info.index)
+        reading = sample.device if sample else None
+        fraction = used_fraction(
+            reading.used_bytes if reading else None,
+            (reading.total_bytes if reading else None) or self.info.total_bytes,
+        )
+        with self.bar.hold_sync():
+            self.bar.value = fraction or 0.0
+            self.bar.bar_style = bar_style(fraction)
+        self.label.value = f"<b>{escape(render.device_label_text(self.info, sample))}</b>"
+        self.stats.value = escape(render.device_stats_text(sample))
+        self.chart.value = render.memory_chart_svg(view, self.info)
+
+    def widgets(self) -> list[widgets.Widget]:
+        return [self.label, self.bar, self.stats, self.chart, self.box]
+
+
+class MemoryPanel:
+    """The panel shown above a guarded cell's output while it runs."""
+
+    def __init__(self, devices: tuple[DeviceInfo, ...], clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._last_redraw: float | None = None
+        self.redraws = 0
+        self._title = widgets.HTML()
+        self._notes = widgets.HTML()
+        self._rows = [_DeviceRow(info) for info in devices]
+        self.widget = widgets.VBox([self._title, *(row.box for row in self._rows), self._notes])
+
+    def draw(self, view: PanelView, force: bool = False) -> bool:
+        """Redraw from ``view`` unless the last redraw was under a quarter of a second ago."""
+        now = self._clock()
+        if not force and self._last_redraw is not None:
+            if now - self._last_redraw < MIN_REDRAW_INTERVAL_S:
+                return False
+        self._last_redraw = now
+        self._title.value = f"<b>{escape(render.title_text(view))}</b>"
+        for row in self._rows:
+            row.draw(view)
+        self._notes.value = render.notes_html(view)
+        self.redraws += 1
+        return True
+
+    def close(self) -> None:
+        """Close every widget, so that nothing of this cell stays alive in the kernel."""
+        for row in self._rows:
+            for widget in row.widgets():
+                widget.close()
+        for widget in (self._title, self._notes, self.widget):
+            widget.close()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.widget._repr_mimebundle_(**kwargs)

@@ -1,0 +1,147 @@
+"""The panel as text and escaped HTML: pure functions of a :class:`PanelView`.
+
+The widget panel uses the per-device pieces; the frozen summary (what a saved notebook keeps)
+and the terminal use the whole. Every string that comes from outside (device names, error
+messages) is escaped.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from ..telemetry import AllocatorReading, DeviceInfo, DeviceSample
+from ..telemetry.units import format_bytes
+from .view import PanelView, used_fraction
+
+_CHART_WIDTH, _CHART_HEIGHT = 240, 36
+_DEVICE_COLOUR, _ALLOCATOR_COLOUR = "#1976d2", "#7b1fa2"
+
+
+def title_text(view: PanelView) -> str:
+    state = "finished" if view.finished else "running"
+    return f"ipy_gpuguard · {state} · {view.elapsed_s:.1f} s · {view.source_summary}"
+
+
+def device_label_text(info: DeviceInfo, sample: DeviceSample | None) -> str:
+    """``GPU 0 · NVIDIA A100 · 3.20 GiB / 80.0 GiB (4%)``."""
+    reading = sample.device if sample else None
+    total = (reading.total_bytes if reading else None) or info.total_bytes
+    used = reading.used_bytes if reading else None
+    fraction = used_fraction(used, total)
+    share = f" ({fraction:.0%})" if fraction is not None else ""
+    return f"GPU {info.index} · {info.name} · {format_bytes(used)} / {format_bytes(total)}{share}"
+
+
+def device_stats_text(sample: DeviceSample | None) -> str:
+    """Allocator, utilisation, temperature and power; ``n/a`` where the device does not say."""
+    if sample is None:
+        return "waiting for the first sample"
+    if sample.device.problem:
+        return sample.device.problem
+    reading = sample.device
+    parts = [
+        _allocator_text(sample.allocator),
+        f"util {_or_na(reading.utilization_percent, '{}%')}",
+        _or_na(reading.temperature_c, "{} °C"),
+        _or_na(reading.power_watts, "{:.0f} W"),
+    ]
+    return " · ".join(parts)
+
+
+def _allocator_text(allocator: AllocatorReading | None) -> str:
+    if allocator is None:
+        return "allocator n/a"
+    return (
+        f"{allocator.framework} allocator {format_bytes(allocator.current_bytes)} now, "
+        f"{format_bytes(allocator.peak_bytes)} peak"
+    )
+
+
+def _or_na(value: float | None, template: str) -> str:
+    return "n/a" if value is None else template.format(value)
+
+
+def peak_text(view: PanelView, info: DeviceInfo) -> str:
+    """``GPU 0 · Tesla T4: peak 7.10 GiB of 15.0 GiB (47%); TensorFlow allocator peak 6.02 GiB``."""
+    peak = view.peak_of(info.index)
+    used = peak.device_used_bytes if peak else None
+    fraction = used_fraction(used, info.total_bytes)
+    share = f" ({fraction:.0%})" if fraction is not None else ""
+    text = f"GPU {info.index} · {info.name}: peak {format_bytes(used)} of {format_bytes(info.total_bytes)}{share}"
+    allocator = peak.allocator_peak_bytes if peak else None
+    framework = _framework_seen(view, info.index)
+    if allocator is not None and framework:
+        text += f"; {framework} allocator peak {format_bytes(allocator)}"
+    return text
+
+
+def _framework_seen(view: PanelView, index: int) -> str | None:
+    for sample in reversed(view.history):
+        for device in sample.devices:
+            if device.index == index and device.allocator is not None:
+                return device.allocator.framework
+    return None
+
+
+def summary_text(view: PanelView) -> str:
+    """The frozen panel as plain text: terminals, and the ``text/plain`` of a saved notebook."""
+    lines = [title_text(view)]
+    lines += [peak_text(view, info) for info in view.devices]
+    lines += list(view.notes)
+    return "\n".join(lines)
+
+
+def summary_html(view: PanelView) -> str:
+    """The frozen panel as static HTML, which a saved notebook keeps after the kernel is gone."""
+    rows = "".join(
+        f"<div>{escape(peak_text(view, info))}</div>{memory_chart_svg(view, info)}"
+        for info in view.devices
+    )
+    notes = "".join(f"<div>{escape(note)}</div>" for note in view.notes)
+    return (
+        '<div class="ipy-gpuguard-summary" style="font-family:monospace;font-size:12px">'
+        f"<div><b>{escape(title_text(view))}</b></div>{rows}{notes}</div>"
+    )
+
+
+def notes_html(view: PanelView) -> str:
+    return "".join(f'<div style="color:#b26a00">{escape(note)}</div>' for note in view.notes)
+
+
+def memory_chart_svg(view: PanelView, info: DeviceInfo) -> str:
+    """A small chart of device memory (solid) and allocator memory (dashed) over the run."""
+    series = [
+        (sample.elapsed_s, device)
+        for sample in view.history
+        for device in sample.devices
+        if device.index == info.index
+    ]
+    if not info.total_bytes or len(series) < 2:
+        return ""
+    times = [elapsed for elapsed, _ in series]
+    used = [device.device.used_bytes for _, device in series]
+    allocated = [device.allocator.current_bytes if device.allocator else None for _, device in series]
+    return (
+        f'<svg width="{_CHART_WIDTH}" height="{_CHART_HEIGHT}" role="img" '
+        f'aria-label="memory of GPU {info.index} over the run" '
+        'style="border:1px solid #ddd;display:block">'
+        f"{_polyline(times, used, info.total_bytes, _DEVICE_COLOUR, '')}"
+        f"{_polyline(times, allocated, info.total_bytes, _ALLOCATOR_COLOUR, '3 2')}"
+        "</svg>"
+    )
+
+
+def _polyline(times: list[float], values: list[int | None], total: int, colour: str, dash: str) -> str:
+    start, span = times[0], max(times[-1] - times[0], 1e-9)
+    coords = " ".join(
+        f"{(elapsed - start) / span * _CHART_WIDTH:.1f},"
+        f"{_CHART_HEIGHT * (1 - min(value / total, 1.0)):.1f}"
+        for elapsed, value in zip(times, values)
+        if value is not None
+    )
+    if not coords:
+        return ""
+    return (
+        f'<polyline points="{coords}" fill="none" stroke="{colour}" '
+        f'stroke-width="1.5" stroke-dasharray="{dash or "none"}"/>'
+    )

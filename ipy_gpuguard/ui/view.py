@@ -1,0 +1,54 @@
+"""What the memory panel shows, as one value: built from the sampler, rendered by ``render``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..telemetry import DeviceInfo, DevicePeak, DeviceSample, Sample
+
+#: Fractions of device memory at which a bar turns amber, then red.
+WARNING_FRACTION = 0.85
+DANGER_FRACTION = 0.95
+
+
+@dataclass(frozen=True)
+class PanelView:
+    """Everything one redraw of the panel needs, so rendering is a pure function of it.
+
+    ``notes`` are one-line statuses: why telemetry is missing, or the sampler's own error.
+    """
+
+    source_kind: str
+    source_summary: str
+    devices: tuple[DeviceInfo, ...]
+    history: tuple[Sample, ...]
+    peaks: tuple[DevicePeak, ...]
+    elapsed_s: float
+    finished: bool = False
+    notes: tuple[str, ...] = ()
+
+    @property
+    def latest(self) -> Sample | None:
+        return self.history[-1] if self.history else None
+
+    def latest_of(self, index: int) -> DeviceSample | None:
+        latest = self.latest
+        if latest is None:
+            return None
+        return next((device for device in latest.devices if device.index == index), None)
+
+    def peak_of(self, index: int) -> DevicePeak | None:
+        return next((peak for peak in self.peaks if peak.index == index), None)
+
+
+def used_fraction(used_bytes: int | None, total_bytes: int | None) -> float | None:
+    if used_bytes is None or not total_bytes:
+        return None
+    return min(1.0, used_bytes / total_bytes)
+
+
+def bar_style(fraction: float | None) -> str:
+    """ipywidgets' ``bar_style`` for a memory bar: plain, then ``warning``, then ``danger``."""
+    if fraction is None or fraction < WARNING_FRACTION:
+        return ""
+    return "warning" if fraction < DANGER_FRACTION else "danger"
