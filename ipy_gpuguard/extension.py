@@ -37,6 +37,7 @@ def unload(shell: Any) -> None:
         shell.events.unregister("post_run_cell", magics.post_run_cell)
         shell.input_transformers_cleanup.remove(magics.transformer)
         shell.configurables.remove(magics.session.config)
+        shell.configurables.remove(magics)  # Magics.__init__ added itself
         manager = shell.magics_manager
         del manager.magics["line"]["gpuguard"]
         del manager.magics["cell"]["gpuguard"]

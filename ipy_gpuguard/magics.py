@@ -109,11 +109,15 @@ class GPUGuardMagics(Magics):
         line = guard_line(info.raw_cell)
         if line is None:
             return
-        try:
-            options = self.guard_options(line)
-        except UsageError:
-            return  # the transformer has refused the cell and IPython shows why
-        _guard_failure_in_one_line("start", lambda: self.session.begin(info, options))
+
+        def start() -> None:
+            try:
+                options = self.guard_options(line)
+            except UsageError:
+                return  # the transformer has refused the cell and IPython shows why
+            self.session.begin(info, options)
+
+        _guard_failure_in_one_line("start", start)
 
     def post_run_cell(self, result: Any) -> None:
         """Finish the guard of the cell that just ended, whether it succeeded or not."""
@@ -147,7 +151,12 @@ class GuardedCellTransformer:
         line = guard_line(lines[0]) if lines else None
         if line is None:
             return lines
-        self._magics.guard_options(line)  # a wrong option stops the cell before it runs
+        try:
+            self._magics.guard_options(line)
+        except UsageError:
+            raise  # a wrong option stops the cell before it runs
+        except Exception:
+            pass  # the guard's own failure must not stop the cell: starting it reports it
         body = lines[1:]
         if body and body[0].startswith("%%"):
             return body

@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+
+# Real TensorFlow on CPU: quiet C++ logs, and TF's plain CPU allocator, which fails an impossible
+# allocation at once where oneDNN's retries it for about 10 s (see DESIGN.md).
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+
+
+def guard_threads() -> list[str]:
+    return [thread.name for thread in threading.enumerate() if thread.name.startswith("ipy_gpuguard")]
+
+
+@pytest.fixture
+def shell(monkeypatch):
+    """A real IPython shell (no kernel: panels end as a text summary) with the extension loaded."""
+    monkeypatch.setenv("GPUGUARD_SIMULATE", "8GiB")
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("colors", "nocolor")
+    ip.run_line_magic("load_ext", "ipy_gpuguard")
+    yield ip
+    ip.run_line_magic("unload_ext", "ipy_gpuguard")
+    assert guard_threads() == []
+
+
+def guard_magics(ip):
+    return ip.magics_manager.registry["GPUGuardMagics"]

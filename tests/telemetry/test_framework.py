@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import types
+
+from ipy_gpuguard.telemetry import FrameworkAllocators
+
+
+def run_tensorflow(script, **env):
+    """TensorFlow's runtime is set up once per process: each case gets a fresh one."""
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, **env},
+    )
+    assert result.stdout.strip().endswith("ok"), result.stderr[-3000:]
+
+
+def test_tensorflow_is_not_read_before_its_runtime_is_initialised():
+    """Reading memory would initialise the GPUs and break the person's set_memory_growth."""
+    run_tensorflow(
+        """
+        import tensorflow as tf
+        from tensorflow.python.eager import context
+        from ipy_gpuguard.telemetry import FrameworkAllocators
+        allocators = FrameworkAllocators("CPU")
+        assert allocators.read(0) is None
+        allocators.reset_peaks([0])
+        assert not context.context()._initialized, "the guard initialised TensorFlow"
+        tf.config.set_visible_devices([], "GPU")  # raises once devices are initialised
+        print("ok")
+        """
+    )
+
+
+def test_tensorflow_allocator_current_and_peak_after_reset():
+    # TensorFlow keeps allocator statistics on the CPU only with its BFC allocator there.
+    run_tensorflow(
+        """
+        import tensorflow as tf
+        from ipy_gpuguard.telemetry import FrameworkAllocators
+        allocators = FrameworkAllocators("CPU")
+        held = tf.ones((1024, 1024))  # 4 MiB
+        before = allocators.read(0)
+        assert before.framework == "TensorFlow", before
+        assert before.current_bytes >= 4 * 1024**2, before
+        allocators.reset_peaks([0])
+        spike = tf.ones((2048, 2048))  # 16 MiB, then freed
+        del spike
+        after = allocators.read(0)
+        assert after.peak_bytes >= before.current_bytes + 16 * 1024**2, after
+        assert after.current_bytes < after.peak_bytes, after
+        assert FrameworkAllocators("GPU").read(0) is None  # no such device here
+        print("ok")
+        """,
+        TF_CPU_ALLOCATOR_USE_BFC="true",
+    )
+
+
+def fake_torch(initialised):
+    cuda = types.SimpleNamespace(
+        is_initialized=lambda: initialised,
+        memory_allocated=lambda index: 100 + index,
+        max_memory_allocated=lambda index: 500 + index,
+        reset_peak_memory_stats=lambda index: None,
+    )
+    return types.SimpleNamespace(cuda=cuda)
+
+
+def test_torch_is_read_only_once_it_has_created_a_cuda_context():
+    assert FrameworkAllocators(modules={"torch": fake_torch(False)}).read(0) is None
+    reading = FrameworkAllocators(modules={"torch": fake_torch(True)}).read(1)
+    assert (reading.framework, reading.current_bytes, reading.peak_bytes) == ("PyTorch", 101, 501)
+
+
+def test_frameworks_not_imported_are_not_read():
+    assert FrameworkAllocators(modules={}).read(0) is None

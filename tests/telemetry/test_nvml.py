@@ -1,0 +1,124 @@
+from __future__ import annotations
+
+import pynvml
+import pytest
+
+from ipy_gpuguard.telemetry import TelemetryUnavailable
+from ipy_gpuguard.telemetry.nvml import GPU_IS_LOST, NvmlBackend
+
+from .fake_pynvml import FakeGpu, make_fake_nvml
+
+GIB = 1024**3
+
+
+def open_fake(gpus, visible=None, init_error=None):
+    nvml = make_fake_nvml(gpus, init_error=init_error)
+    return NvmlBackend.open(nvml, cuda_visible_devices=visible), nvml
+
+
+def test_reads_memory_utilisation_temperature_and_power():
+    backend, _ = open_fake([FakeGpu(used_bytes=3 * GIB, utilization_percent=91, temperature_c=71)])
+    reading = backend.read(0)
+    assert reading.used_bytes == 3 * GIB
+    assert reading.total_bytes == 80 * GIB
+    assert reading.utilization_percent == 91
+    assert reading.temperature_c == 71
+    assert reading.power_watts == pytest.approx(212.0)
+    assert backend.devices()[0].name == "NVIDIA A100-SXM4-80GB"
+    assert backend.summary == "NVML, driver 550.54.15"
+
+
+def test_a_value_the_gpu_does_not_report_is_unknown_not_an_error():
+    backend, _ = open_fake([FakeGpu(unsupported={"nvmlDeviceGetTemperature", "nvmlDeviceGetPowerUsage"})])
+    reading = backend.read(0)
+    assert reading.temperature_c is None
+    assert reading.power_watts is None
+    assert reading.used_bytes == 1 * GIB
+
+
+@pytest.mark.parametrize(
+    ("code", "explanation"),
+    [
+        (pynvml.NVML_ERROR_LIBRARY_NOT_FOUND, "NVML library not found"),
+        (pynvml.NVML_ERROR_DRIVER_NOT_LOADED, "driver is installed but not loaded"),
+        (pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH, "different versions"),
+        (pynvml.NVML_ERROR_NO_PERMISSION, "no permission"),
+        (pynvml.NVML_ERROR_UNKNOWN, "NVML failed to start: Unknown Error"),
+    ],
+)
+def test_each_init_failure_is_explained(code, explanation):
+    with pytest.raises(TelemetryUnavailable, match=explanation):
+        open_fake([FakeGpu()], init_error=code)
+
+
+def test_the_real_library_is_missing_here_and_says_so():
+    """This machine has no NVIDIA driver: the real nvidia-ml-py raises LibraryNotFound."""
+    try:
+        backend = NvmlBackend.open()
+    except TelemetryUnavailable as error:
+        assert "NVML library not found" in str(error)
+    else:  # pragma: no cover - a machine with a GPU
+        assert backend.devices()
+        backend.close()
+
+
+def test_no_device_is_its_own_state():
+    with pytest.raises(TelemetryUnavailable, match="sees no NVIDIA GPU"):
+        open_fake([])
+
+
+def test_empty_cuda_visible_devices_hides_every_gpu():
+    with pytest.raises(TelemetryUnavailable, match=r"CUDA_VISIBLE_DEVICES='' hides all 2 GPU"):
+        open_fake([FakeGpu(uuid="GPU-a"), FakeGpu(uuid="GPU-b")], visible="")
+
+
+def test_cuda_visible_devices_maps_framework_indices_to_nvml_devices():
+    gpus = [FakeGpu(name="zero", uuid="GPU-aa"), FakeGpu(name="one", uuid="GPU-bb"), FakeGpu(name="two", uuid="GPU-cc")]
+    backend, _ = open_fake(gpus, visible="2,GPU-aa")
+    assert [info.name for info in backend.devices()] == ["two", "zero"]
+    assert [info.index for info in backend.devices()] == [0, 1]
+
+
+def test_mig_instances_are_addressed_by_their_uuid():
+    mig = FakeGpu(name="MIG 1g.10gb", uuid="MIG-1234", total_bytes=10 * GIB, unsupported={"nvmlDeviceGetUtilizationRates"})
+    backend, _ = open_fake([FakeGpu(uuid="GPU-parent", migs=[mig])], visible="MIG-1234")
+    assert backend.devices()[0].total_bytes == 10 * GIB
+    assert backend.read(0).utilization_percent is None
+
+
+def test_a_lost_gpu_is_explained_and_no_longer_queried():
+    gpu = FakeGpu()
+    backend, nvml = open_fake([gpu])
+    gpu.lost = True
+    assert backend.read(0).problem == GPU_IS_LOST
+    calls = len(nvml.calls)
+    assert backend.read(0).problem == GPU_IS_LOST
+    assert len(nvml.calls) == calls
+
+
+def test_handles_are_fetched_once_not_per_sample():
+    backend, nvml = open_fake([FakeGpu(), FakeGpu(uuid="GPU-2")])
+    fetched_at_open = nvml.calls.count("nvmlDeviceGetHandleByIndex")
+    for _ in range(5):
+        backend.read(0)
+        backend.read(1)
+    assert nvml.calls.count("nvmlDeviceGetHandleByIndex") == fetched_at_open
+
+
+def test_after_close_reads_are_unknown_and_nvml_is_shut_down():
+    backend, nvml = open_fake([FakeGpu()])
+    backend.close()
+    assert not nvml.initialised
+    assert backend.read(0).used_bytes is None
+
+
+@pytest.mark.gpu
+def test_real_gpu_reports_memory():  # pragma: no cover - runs on the lent GPU machine only
+    backend = NvmlBackend.open()
+    try:
+        reading = backend.read(0)
+        assert reading.total_bytes and reading.total_bytes > 0
+        assert reading.used_bytes is not None
+        assert 0 <= reading.used_bytes <= reading.total_bytes
+    finally:
+        backend.close()

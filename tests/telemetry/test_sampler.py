@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import threading
+import time
+
+from ipy_gpuguard.telemetry import (
+    AllocatorReading,
+    DeviceReading,
+    DeviceSample,
+    FrameworkAllocators,
+    Sample,
+    Sampler,
+    SampleHistory,
+)
+from ipy_gpuguard.telemetry.simulated import SimulatedBackend
+
+GIB = 1024**3
+
+
+def sample(elapsed, used, allocator_peak=None):
+    allocator = AllocatorReading("TensorFlow", 0, allocator_peak) if allocator_peak is not None else None
+    return Sample(elapsed, (DeviceSample(0, DeviceReading(used_bytes=used), allocator),))
+
+
+def test_history_stays_bounded_and_spans_the_whole_run():
+    history = SampleHistory(capacity=16)
+    for step in range(1000):
+        history.add(sample(float(step), step))
+    kept = history.samples()
+    assert len(kept) <= 16
+    assert kept[0].elapsed_s == 0.0
+    assert kept[-1].elapsed_s > 900
+    assert len(history) == 1000
+
+
+def test_peaks_come_from_every_sample_even_those_thinned_out():
+    history = SampleHistory(capacity=4)
+    for step in range(100):
+        history.add(sample(float(step), 50 if step != 37 else 999, allocator_peak=7 if step != 61 else 123))
+    (peak,) = history.peaks()
+    assert peak.device_used_bytes == 999
+    assert peak.allocator_peak_bytes == 123
+
+
+class CountingBackend(SimulatedBackend):
+    def __init__(self):
+        super().__init__((8 * GIB,), rss_bytes=lambda: 0, cpu_percent=lambda: 0.0)
+        self.reads = 0
+
+    def read(self, index):
+        self.reads += 1
+        return super().read(index)
+
+
+def test_sampler_thread_samples_at_the_interval_and_stops():
+    backend = CountingBackend()
+    sampler = Sampler(backend, FrameworkAllocators(modules={}), [0], interval_s=0.05)
+    sampler.start()
+    time.sleep(0.5)
+    sampler.stop()
+    assert not sampler.is_alive()
+    assert 7 <= backend.reads <= 13  # about 10 ticks plus the final sample
+    assert not [t for t in threading.enumerate() if t.name == "ipy_gpuguard-sampler"]
+
+
+def test_a_failing_listener_is_reported_once_and_sampling_goes_on():
+    calls = []
+
+    def listener(_sample):
+        calls.append(1)
+        raise RuntimeError("widget is gone")
+
+    sampler = Sampler(CountingBackend(), FrameworkAllocators(modules={}), [0], 0.05, listener=listener)
+    sampler.start()
+    time.sleep(0.3)
+    sampler.stop()
+    assert sampler.error == "RuntimeError: widget is gone"
+    assert len(calls) >= 3
+
+
+def test_a_slow_read_does_not_bunch_later_samples():
+    """Drift compensation: after a read that took 3 intervals, missed ticks are skipped."""
+    times = []
+
+    class Slow(CountingBackend):
+        def read(self, index):
+            times.append(time.monotonic())
+            if len(times) == 2:
+                time.sleep(0.3)
+            return super().read(index)
+
+    sampler = Sampler(Slow(), FrameworkAllocators(modules={}), [0], interval_s=0.1)
+    sampler.start()
+    time.sleep(0.75)
+    sampler.stop()
+    gaps = [b - a for a, b in zip(times[2:-1], times[3:-1])]
+    assert gaps
+    assert min(gaps) > 0.05  # no burst of catch-up samples

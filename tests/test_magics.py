@@ -1,0 +1,174 @@
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from .conftest import guard_magics, guard_threads
+
+
+def run(ip, cell):
+    return ip.run_cell(cell, store_history=True)
+
+
+def test_a_guarded_cell_runs_as_the_cell_itself(shell, capsys):
+    result = run(shell, "%%gpuguard --interval 0.05\nimport time\ntime.sleep(0.2)\nanswer = 6 * 7\nanswer")
+    assert result.success
+    assert result.result == 42
+    assert shell.user_ns["answer"] == 42
+    out = capsys.readouterr().out
+    assert "ipy_gpuguard · finished" in out
+    assert "GPU 0 · Simulated GPU (8.00 GiB): peak" in out
+    assert guard_threads() == []
+
+
+def test_a_failing_cell_fails_as_without_the_magic(shell, capsys):
+    cell = "%%gpuguard\ndef f():\n    raise ValueError('boom')\nf()\n"
+    result = run(shell, cell)
+    out = capsys.readouterr().out
+    assert not result.success
+    assert isinstance(result.error_in_exec, ValueError)
+    assert out.count("Traceback (most recent call last)") == 1
+    # the cell's own number, and line numbers as the cell shows them (line 1 is %%gpuguard)
+    assert f"In[{result.execution_count}], line 4" in out
+    assert "ValueError: boom" in out
+    assert "ipy_gpuguard" not in out.split("ValueError: boom")[0]  # no guard frame in the traceback
+    # %debug reaches the user's frames
+    assert sys.last_value is result.error_in_exec
+    frames = []
+    tb = sys.last_traceback
+    while tb:
+        frames.append(tb.tb_frame.f_code.co_name)
+        tb = tb.tb_next
+    assert frames[-1] == "f"
+
+
+def test_keyboard_interrupt_passes_through_untouched(shell, capsys):
+    result = run(shell, "%%gpuguard\nraise KeyboardInterrupt")
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    assert "KeyboardInterrupt" in capsys.readouterr().out
+    assert guard_threads() == []
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("--intervl 1", "%%gpuguard: unrecognized arguments: --intervl 1 (see %%gpuguard? for the options)"),
+        ("--interval fast", "argument --interval: invalid float value: 'fast'"),
+        ("--interval 0", "the interval must be at least 0.05 seconds"),
+        ("--devices a,b", "'a,b' is not a list of device indices like 0 or 0,1"),
+        ("--devices 3", "no device 3: the visible devices are 0"),
+    ],
+)
+def test_a_wrong_option_is_one_line_and_the_cell_does_not_run(shell, capsys, line, message):
+    shell.user_ns.pop("ran", None)
+    result = run(shell, f"%%gpuguard {line}\nran = True")
+    out = capsys.readouterr()
+    assert not result.success
+    assert "ran" not in shell.user_ns
+    text = out.out + out.err
+    assert message in text
+    assert "Traceback" not in text
+    assert len([line for line in text.splitlines() if line.strip()]) == 1
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("frobnicate", "%gpuguard: argument command: invalid choice: 'frobnicate'"),
+        ("simulate 8 gigs", "%gpuguard: unrecognized arguments: gigs"),
+        ("simulate 8XB", "%gpuguard simulate: '8XB' is not a size like 8GiB"),
+        ("simulate", "%gpuguard simulate needs sizes like 8GiB"),
+        ("status now", "%gpuguard status takes no value"),
+    ],
+)
+def test_line_magic_mistakes_are_one_line(shell, capsys, line, message):
+    result = run(shell, f"%gpuguard {line}")
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert not result.success
+    assert message in text
+    assert "Traceback" not in text
+
+
+def test_status_names_the_source_devices_and_settings(shell, capsys):
+    run(shell, "%config GPUGuard.interval = 0.25")
+    run(shell, "%gpuguard status")
+    out = capsys.readouterr().out
+    assert "telemetry: simulated" in out
+    assert "GPU 0 · Simulated GPU (8.00 GiB) · 8.00 GiB" in out
+    assert "interval 0.25 s" in out
+
+
+def test_simulate_switches_devices(shell, capsys):
+    run(shell, "%gpuguard simulate 8GiB,16GiB")
+    assert "simulated devices on: 8.00 GiB, 16.0 GiB" in capsys.readouterr().out
+    run(shell, "%gpuguard status")
+    assert "GPU 1 · Simulated GPU (16.0 GiB)" in capsys.readouterr().out
+    run(shell, "%gpuguard simulate off")
+    run(shell, "%gpuguard status")
+    assert "telemetry: none · no GPU telemetry: NVML library not found" in capsys.readouterr().out
+
+
+def test_without_telemetry_the_cell_runs_and_the_summary_says_why(shell, capsys):
+    run(shell, "%gpuguard simulate off")
+    capsys.readouterr()
+    result = run(shell, "%%gpuguard\nvalue = 1 + 1")
+    assert result.success
+    assert shell.user_ns["value"] == 2
+    out = capsys.readouterr().out
+    assert "no GPU telemetry: NVML library not found" in out
+
+
+def test_help_documents_the_options(shell):
+    cell_help = guard_magics(shell).gpuguard_cell.__doc__
+    assert "--interval SECONDS" in cell_help
+    assert "--no-panel" in cell_help
+    assert "Run a cell under the GPU guard" in cell_help
+    assert "simulate" in guard_magics(shell).gpuguard_line.__doc__
+
+
+def test_no_panel_shows_no_summary(shell, capsys):
+    result = run(shell, "%%gpuguard --no-panel\nx = 1")
+    assert result.success
+    assert "ipy_gpuguard" not in capsys.readouterr().out
+
+
+def test_other_cell_magics_and_top_level_await_keep_working(shell):
+    assert run(shell, "%%gpuguard\n%%capture captured\nprint('inside')").success
+    assert shell.user_ns["captured"].stdout == "inside\n"
+    result = run(shell, "%%gpuguard\nimport asyncio\nawaited = await asyncio.sleep(0, result=3)")
+    assert result.success
+    assert shell.user_ns["awaited"] == 3
+
+
+def test_called_as_a_cell_magic_it_still_guards(shell, capsys):
+    shell.run_cell_magic("gpuguard", "--interval 0.1", "through_magic = 5")
+    assert shell.user_ns["through_magic"] == 5
+    assert "ipy_gpuguard · finished" in capsys.readouterr().out
+
+
+class BrokenBackend:
+    kind = "nvml"
+    summary = "broken"
+
+    def devices(self):
+        raise RuntimeError("driver went away")
+
+    def close(self):
+        pass
+
+
+def test_a_guard_that_fails_to_start_still_runs_the_cell(shell, capsys):
+    session = guard_magics(shell).session
+    session._reset_backend()
+    session._open_telemetry = lambda _spec: BrokenBackend()
+    result = run(shell, "%%gpuguard\nsurvived = 'yes'\nraise NameError('mine')")
+    captured = capsys.readouterr()
+    assert shell.user_ns["survived"] == "yes"
+    assert isinstance(result.error_in_exec, NameError)
+    assert captured.out.count("Traceback") == 1
+    assert "NameError: mine" in captured.out
+    assert captured.err.strip() == (
+        "ipy_gpuguard: the guard failed to start (RuntimeError: driver went away); the cell runs unguarded"
+    )
