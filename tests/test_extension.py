@@ -14,7 +14,7 @@ def registrations(ip):
         len(ip.events.callbacks["pre_run_cell"]),
         len(ip.events.callbacks["post_run_cell"]),
         len(ip.input_transformers_cleanup),
-        len(ip.configurables),
+        sum(type(item).__module__.startswith("ipy_gpuguard") for item in ip.configurables),
         "gpuguard" in ip.magics_manager.magics["cell"],
         "gpuguard" in ip.magics_manager.magics["line"],
     )
