@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from traitlets import Bool, Float, List, TraitError, Unicode, default, validate
+from traitlets import Bool, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Configurable
 
 from .options import check_interval
@@ -22,7 +22,9 @@ class GPUGuard(Configurable):
         0.5, help="Seconds between two telemetry samples while a guarded cell runs."
     ).tag(config=True)
     devices = List(
-        [], help="Framework indices of the GPUs to watch (GPU:0 is 0); empty for all visible."
+        Int(),
+        [],
+        help="Framework indices of the GPUs to watch (GPU:0 is 0); empty for all visible.",
     ).tag(config=True)
     panel = Bool(True, help="Show the live memory panel above a guarded cell's output.").tag(
         config=True
@@ -49,5 +51,7 @@ class GPUGuard(Configurable):
     def _valid_devices(self, proposal: dict[str, list[object]]) -> list[object]:
         devices = proposal["value"]
         if not all(isinstance(index, int) and index >= 0 for index in devices):
-            raise TraitError(f"GPUGuard.devices must be device indices like [0, 1], not {devices!r}")
+            raise TraitError(
+                f"GPUGuard.devices must be device indices like [0, 1], not {devices!r}"
+            )
         return devices

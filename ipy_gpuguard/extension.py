@@ -9,7 +9,6 @@ from .magics import GPUGuardMagics
 from .session import GuardSession
 
 
-
 def load(shell: Any) -> None:
     """Register the magics, the configurable, the cell transformer and the event hooks, once."""
     if _loaded_magics(shell) is not None:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from IPython.display import DisplayHandle, display
 
 from .options import GuardOptions
 from .telemetry import DeviceBackend, DeviceInfo, FrameworkAllocators, Sampler
-from .ui.panel import MemoryPanel, PanelSummary
+from .ui.summary import PanelSummary
 from .ui.view import PanelView
+
+if TYPE_CHECKING:
+    from .ui.panel import MemoryPanel
 
 
 class GuardedRun:
@@ -27,7 +32,11 @@ class GuardedRun:
         # Simulated devices read TensorFlow's CPU allocator: a real allocator for the demo.
         device_type = "CPU" if backend.kind == "simulated" else "GPU"
         self._allocators = FrameworkAllocators(device_type)
-        self._panel = MemoryPanel(self._devices) if options.show_panel and live else None
+        self._panel: MemoryPanel | None = None
+        if options.show_panel and live:
+            from .ui.panel import MemoryPanel  # ipywidgets takes ~70 ms to import: only when shown
+
+            self._panel = MemoryPanel(self._devices)
         self._handle: DisplayHandle | None = None
         self._sampler = Sampler(
             backend,
@@ -68,7 +77,9 @@ class GuardedRun:
             notes.append(f"telemetry stopped working: {self._sampler.error}")
         return PanelView(
             source_kind=self._backend.kind,
-            source_summary="no GPU telemetry" if self._backend.kind == "none" else self._backend.summary,
+            source_summary="no GPU telemetry"
+            if self._backend.kind == "none"
+            else self._backend.summary,
             devices=self._devices,
             history=tuple(history.samples()),
             peaks=history.peaks(),
@@ -82,7 +93,9 @@ class GuardedRun:
         self._panel.draw(self.view())
 
 
-def _watched(devices: tuple[DeviceInfo, ...], wanted: tuple[int, ...] | None) -> tuple[DeviceInfo, ...]:
+def _watched(
+    devices: tuple[DeviceInfo, ...], wanted: tuple[int, ...] | None
+) -> tuple[DeviceInfo, ...]:
     if wanted is None:
         return devices
     return tuple(info for info in devices if info.index in wanted)

@@ -48,7 +48,7 @@ class GPUGuardMagics(Magics):
     @magic_arguments.argument(
         "--no-panel", action="store_true", help="run guarded, but show no memory panel"
     )
-    @cell_magic("gpuguard")
+    @cell_magic("gpuguard")  # type: ignore[arg-type]  # IPython types the named form as a union
     def gpuguard_cell(self, line: str, cell: str) -> None:
         """Run a cell under the GPU guard.
 
@@ -63,6 +63,7 @@ class GPUGuardMagics(Magics):
         # Reached only when the shell did not run the cell itself: another cell magic came first,
         # or a script exported from a notebook calls run_cell_magic. Run it as a cell of its own.
         options = f" {line}" if line.strip() else ""
+        assert self.shell is not None
         self.shell.run_cell(f"%%gpuguard{options}\n{cell}", store_history=False)
 
     @magic_arguments.magic_arguments()
@@ -76,7 +77,7 @@ class GPUGuardMagics(Magics):
     @magic_arguments.argument(
         "value", nargs="?", help="for simulate: sizes like 8GiB or 8GiB,16GiB, or off"
     )
-    @line_magic("gpuguard")
+    @line_magic("gpuguard")  # type: ignore[arg-type]  # IPython types the named form as a union
     def gpuguard_line(self, line: str) -> None:
         """Inspect and set up the GPU guard.
 

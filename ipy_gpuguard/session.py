@@ -47,7 +47,10 @@ class GuardSession:
             return self._backend
 
     def options(
-        self, interval_s: float | None = None, devices: tuple[int, ...] | None = None, no_panel: bool = False
+        self,
+        interval_s: float | None = None,
+        devices: tuple[int, ...] | None = None,
+        no_panel: bool = False,
     ) -> GuardOptions:
         """The config's defaults with one cell's options laid over them."""
         return GuardOptions(

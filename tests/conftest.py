@@ -13,7 +13,9 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 
 def guard_threads() -> list[str]:
-    return [thread.name for thread in threading.enumerate() if thread.name.startswith("ipy_gpuguard")]
+    return [
+        thread.name for thread in threading.enumerate() if thread.name.startswith("ipy_gpuguard")
+    ]
 
 
 @pytest.fixture

@@ -33,7 +33,9 @@ def test_simulate_defaults_to_the_environment(monkeypatch):
     assert GPUGuard().simulate == "16GiB"
 
 
-@pytest.mark.parametrize(("name", "value"), [("interval", 0.0), ("interval", float("nan")), ("devices", [-1])])
+@pytest.mark.parametrize(
+    ("name", "value"), [("interval", 0.0), ("interval", float("nan")), ("devices", [-1])]
+)
 def test_invalid_values_are_refused_with_the_reason(name, value):
     with pytest.raises(TraitError, match=f"GPUGuard.{name}"):
         setattr(GPUGuard(), name, value)

@@ -61,7 +61,9 @@ def test_loading_imports_no_framework_and_no_nvml():
         print(sorted(name for name in heavy if name in sys.modules))
         """
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
 

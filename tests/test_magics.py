@@ -12,7 +12,9 @@ def run(ip, cell):
 
 
 def test_a_guarded_cell_runs_as_the_cell_itself(shell, capsys):
-    result = run(shell, "%%gpuguard --interval 0.05\nimport time\ntime.sleep(0.2)\nanswer = 6 * 7\nanswer")
+    result = run(
+        shell, "%%gpuguard --interval 0.05\nimport time\ntime.sleep(0.2)\nanswer = 6 * 7\nanswer"
+    )
     assert result.success
     assert result.result == 42
     assert shell.user_ns["answer"] == 42
@@ -53,7 +55,10 @@ def test_keyboard_interrupt_passes_through_untouched(shell, capsys):
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("--intervl 1", "%%gpuguard: unrecognized arguments: --intervl 1 (see %%gpuguard? for the options)"),
+        (
+            "--intervl 1",
+            "%%gpuguard: unrecognized arguments: --intervl 1 (see %%gpuguard? for the options)",
+        ),
         ("--interval fast", "argument --interval: invalid float value: 'fast'"),
         ("--interval 0", "the interval must be at least 0.05 seconds"),
         ("--devices a,b", "'a,b' is not a list of device indices like 0 or 0,1"),

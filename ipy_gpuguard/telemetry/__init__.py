@@ -15,7 +15,7 @@ from .model import (
     Sample,
     TelemetryUnavailable,
 )
-from .sampler import DevicePeak, Sampler, SampleHistory
+from .sampler import DevicePeak, SampleHistory, Sampler
 from .select import open_backend
 
 __all__ = [

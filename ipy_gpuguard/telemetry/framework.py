@@ -33,7 +33,9 @@ class FrameworkAllocators:
         Where to look for imported frameworks; ``sys.modules`` unless a test says otherwise.
     """
 
-    def __init__(self, device_type: str = "GPU", modules: Mapping[str, ModuleType] | None = None):
+    def __init__(
+        self, device_type: str = "GPU", modules: Mapping[str, ModuleType] | None = None
+    ) -> None:
         self._device_type = device_type
         self._modules = sys.modules if modules is None else modules
         self._reported: set[str] = set()
@@ -69,7 +71,9 @@ class FrameworkAllocators:
                     f"{self._device_type}:{index}",
                 )
             if torch_cuda is not None:
-                self._quiet("torch reset_peak_memory_stats", torch_cuda.reset_peak_memory_stats, index)
+                self._quiet(
+                    "torch reset_peak_memory_stats", torch_cuda.reset_peak_memory_stats, index
+                )
 
     def _tensorflow(self) -> Any:
         tensorflow = self._modules.get("tensorflow")

@@ -60,7 +60,7 @@ class NvmlBackend:
                 total_bytes=getattr(self._call("nvmlDeviceGetMemoryInfo", handle), "total", None),
                 uuid=device.uuid,
             )
-            for index, (device, handle) in enumerate(zip(visible, self._handles))
+            for index, (device, handle) in enumerate(zip(visible, self._handles, strict=True))
         )
         self.summary = f"NVML, driver {driver}" if driver else "NVML"
 
@@ -172,7 +172,8 @@ def _import_pynvml() -> ModuleType:
         raise TelemetryUnavailable(
             "nvidia-ml-py is not installed (it provides the pynvml module): pip install nvidia-ml-py"
         ) from None
-    return pynvml
+    module: ModuleType = pynvml
+    return module
 
 
 def _explain_init_failure(nvml: ModuleType, error: Exception) -> str:

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from .backend import DeviceBackend, NoTelemetry
 from .model import TelemetryUnavailable
 from .nvml import NvmlBackend
-from .simulated import SimulatedBackend
 from .units import parse_size_list
 
 SIMULATE_HINT = "GPUGUARD_SIMULATE=8GiB or %gpuguard simulate 8GiB shows a simulated device"
@@ -40,4 +39,6 @@ def open_backend(
             f"no GPU telemetry: {reason}; and simulated devices {simulate!r} were not started: "
             f"{error} (write it like 8GiB or 8GiB,16GiB)"
         )
+    from .simulated import SimulatedBackend  # psutil: imported only when simulating
+
     return SimulatedBackend(sizes)

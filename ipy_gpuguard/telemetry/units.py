@@ -51,7 +51,9 @@ def parse_size_list(text: str) -> tuple[int, ...]:
     """Parse comma-separated sizes (``8GiB,16GiB``): one simulated device per size."""
     parts = [part for part in text.split(",") if part.strip()]
     if not parts:
-        raise ValueError(f"{text!r} names no size: give {_SIZE_HELP}, or several separated by commas")
+        raise ValueError(
+            f"{text!r} names no size: give {_SIZE_HELP}, or several separated by commas"
+        )
     return tuple(parse_size(part) for part in parts)
 
 

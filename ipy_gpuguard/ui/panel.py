@@ -23,16 +23,6 @@ from .view import PanelView, bar_style, used_fraction
 MIN_REDRAW_INTERVAL_S = 0.25
 
 
-class PanelSummary:
-    """The frozen panel: static HTML and text, so a saved notebook or a terminal still shows it."""
-
-    def __init__(self, view: PanelView) -> None:
-        self.view = view
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
-        return {"text/plain": render.summary_text(self.view), "text/html": render.summary_html(self.view)}
-
-
 class _DeviceRow:
     """One GPU: a label, a memory bar, a line of figures and the chart."""
 
@@ -65,7 +55,9 @@ class _DeviceRow:
 class MemoryPanel:
     """The panel shown above a guarded cell's output while it runs."""
 
-    def __init__(self, devices: tuple[DeviceInfo, ...], clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, devices: tuple[DeviceInfo, ...], clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._clock = clock
         self._last_redraw: float | None = None
         self.redraws = 0
@@ -77,9 +69,9 @@ class MemoryPanel:
     def draw(self, view: PanelView, force: bool = False) -> bool:
         """Redraw from ``view`` unless the last redraw was under a quarter of a second ago."""
         now = self._clock()
-        if not force and self._last_redraw is not None:
-            if now - self._last_redraw < MIN_REDRAW_INTERVAL_S:
-                return False
+        last = self._last_redraw
+        if not force and last is not None and now - last < MIN_REDRAW_INTERVAL_S:
+            return False
         self._last_redraw = now
         self._title.value = f"<b>{escape(render.title_text(view))}</b>"
         for row in self._rows:

@@ -120,7 +120,9 @@ def memory_chart_svg(view: PanelView, info: DeviceInfo) -> str:
         return ""
     times = [elapsed for elapsed, _ in series]
     used = [device.device.used_bytes for _, device in series]
-    allocated = [device.allocator.current_bytes if device.allocator else None for _, device in series]
+    allocated = [
+        device.allocator.current_bytes if device.allocator else None for _, device in series
+    ]
     return (
         f'<svg width="{_CHART_WIDTH}" height="{_CHART_HEIGHT}" role="img" '
         f'aria-label="memory of GPU {info.index} over the run" '
@@ -131,12 +133,14 @@ def memory_chart_svg(view: PanelView, info: DeviceInfo) -> str:
     )
 
 
-def _polyline(times: list[float], values: list[int | None], total: int, colour: str, dash: str) -> str:
+def _polyline(
+    times: list[float], values: list[int | None], total: int, colour: str, dash: str
+) -> str:
     start, span = times[0], max(times[-1] - times[0], 1e-9)
     coords = " ".join(
         f"{(elapsed - start) / span * _CHART_WIDTH:.1f},"
         f"{_CHART_HEIGHT * (1 - min(value / total, 1.0)):.1f}"
-        for elapsed, value in zip(times, values)
+        for elapsed, value in zip(times, values, strict=True)
         if value is not None
     )
     if not coords:

@@ -66,7 +66,9 @@ def make_fake_nvml(gpus: list[FakeGpu], init_error: int | None = None) -> types.
     def nvmlDeviceGetMemoryInfo(handle):
         device_call("nvmlDeviceGetMemoryInfo", handle)
         return types.SimpleNamespace(
-            total=handle.total_bytes, used=handle.used_bytes, free=handle.total_bytes - handle.used_bytes
+            total=handle.total_bytes,
+            used=handle.used_bytes,
+            free=handle.total_bytes - handle.used_bytes,
         )
 
     def nvmlDeviceGetUtilizationRates(handle):

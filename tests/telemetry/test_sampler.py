@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 
@@ -9,8 +10,8 @@ from ipy_gpuguard.telemetry import (
     DeviceSample,
     FrameworkAllocators,
     Sample,
-    Sampler,
     SampleHistory,
+    Sampler,
 )
 from ipy_gpuguard.telemetry.simulated import SimulatedBackend
 
@@ -18,7 +19,9 @@ GIB = 1024**3
 
 
 def sample(elapsed, used, allocator_peak=None):
-    allocator = AllocatorReading("TensorFlow", 0, allocator_peak) if allocator_peak is not None else None
+    allocator = (
+        AllocatorReading("TensorFlow", 0, allocator_peak) if allocator_peak is not None else None
+    )
     return Sample(elapsed, (DeviceSample(0, DeviceReading(used_bytes=used), allocator),))
 
 
@@ -36,7 +39,9 @@ def test_history_stays_bounded_and_spans_the_whole_run():
 def test_peaks_come_from_every_sample_even_those_thinned_out():
     history = SampleHistory(capacity=4)
     for step in range(100):
-        history.add(sample(float(step), 50 if step != 37 else 999, allocator_peak=7 if step != 61 else 123))
+        history.add(
+            sample(float(step), 50 if step != 37 else 999, allocator_peak=7 if step != 61 else 123)
+        )
     (peak,) = history.peaks()
     assert peak.device_used_bytes == 999
     assert peak.allocator_peak_bytes == 123
@@ -70,7 +75,9 @@ def test_a_failing_listener_is_reported_once_and_sampling_goes_on():
         calls.append(1)
         raise RuntimeError("widget is gone")
 
-    sampler = Sampler(CountingBackend(), FrameworkAllocators(modules={}), [0], 0.05, listener=listener)
+    sampler = Sampler(
+        CountingBackend(), FrameworkAllocators(modules={}), [0], 0.05, listener=listener
+    )
     sampler.start()
     time.sleep(0.3)
     sampler.stop()
@@ -93,6 +100,6 @@ def test_a_slow_read_does_not_bunch_later_samples():
     sampler.start()
     time.sleep(0.75)
     sampler.stop()
-    gaps = [b - a for a, b in zip(times[2:-1], times[3:-1])]
+    gaps = [b - a for a, b in itertools.pairwise(times[2:-1])]
     assert gaps
     assert min(gaps) > 0.05  # no burst of catch-up samples

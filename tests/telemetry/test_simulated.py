@@ -13,7 +13,9 @@ class Process:
 
 def make(sizes=(8 * GIB,)):
     process = Process()
-    backend = SimulatedBackend(sizes, rss_bytes=lambda: process.rss, cpu_percent=lambda: process.cpu)
+    backend = SimulatedBackend(
+        sizes, rss_bytes=lambda: process.rss, cpu_percent=lambda: process.cpu
+    )
     return backend, process
 
 

@@ -7,7 +7,12 @@ from ipy_gpuguard.telemetry.units import format_bytes, parse_size, parse_size_li
 
 @pytest.mark.parametrize(
     ("text", "size"),
-    [("8GiB", 8 * 1024**3), ("512 MiB", 512 * 1024**2), ("16GB", 16 * 10**9), ("1.5gib", 3 * 1024**3 // 2)],
+    [
+        ("8GiB", 8 * 1024**3),
+        ("512 MiB", 512 * 1024**2),
+        ("16GB", 16 * 10**9),
+        ("1.5gib", 3 * 1024**3 // 2),
+    ],
 )
 def test_parse_size(text, size):
     assert parse_size(text) == size
@@ -27,7 +32,16 @@ def test_parse_size_list():
 
 @pytest.mark.parametrize(
     ("size", "text"),
-    [(None, "n/a"), (0, "0 B"), (1023, "1023 B"), (1024, "1.00 KiB"), (1000 * 1024**2, "1000 MiB"), (int(7.52 * 1024**3), "7.52 GiB"), (80 * 1024**3, "80.0 GiB"), (3 * 1024**4, "3.00 TiB")],
+    [
+        (None, "n/a"),
+        (0, "0 B"),
+        (1023, "1023 B"),
+        (1024, "1.00 KiB"),
+        (1000 * 1024**2, "1000 MiB"),
+        (int(7.52 * 1024**3), "7.52 GiB"),
+        (80 * 1024**3, "80.0 GiB"),
+        (3 * 1024**4, "3.00 TiB"),
+    ],
 )
 def test_format_bytes(size, text):
     assert format_bytes(size) == text

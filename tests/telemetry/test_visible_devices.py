@@ -2,10 +2,28 @@ from __future__ import annotations
 
 from ipy_gpuguard.telemetry.visible_devices import PhysicalDevice, select_visible
 
-GPUS = [PhysicalDevice(0, "GPU-aaaa-1111"), PhysicalDevice(1, "GPU-bbbb-2222"), PhysicalDevice(2, "GPU-abcd-3333")]
+GPUS = [
+    PhysicalDevice(0, "GPU-aaaa-1111"),
+    PhysicalDevice(1, "GPU-bbbb-2222"),
+    PhysicalDevice(2, "GPU-abcd-3333"),
+]
 MIGS = [
-    PhysicalDevice(1, "MIG-0001", mig_index=0, parent_uuid="GPU-bbbb-2222", gpu_instance_id=1, compute_instance_id=0),
-    PhysicalDevice(1, "MIG-0002", mig_index=1, parent_uuid="GPU-bbbb-2222", gpu_instance_id=2, compute_instance_id=0),
+    PhysicalDevice(
+        1,
+        "MIG-0001",
+        mig_index=0,
+        parent_uuid="GPU-bbbb-2222",
+        gpu_instance_id=1,
+        compute_instance_id=0,
+    ),
+    PhysicalDevice(
+        1,
+        "MIG-0002",
+        mig_index=1,
+        parent_uuid="GPU-bbbb-2222",
+        gpu_instance_id=2,
+        compute_instance_id=0,
+    ),
 ]
 
 

@@ -1,0 +1,38 @@
+# A fresh machine needs only Python 3.10+ and make: every target creates .venv and installs into it.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+NOTEBOOKS := $(wildcard notebooks/*.ipynb)
+
+.PHONY: demo test lint lab bench clean
+
+$(VENV)/.installed: setup.py pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+## Run the demo notebook headless (a simulated 8 GiB GPU where there is no real one) into build/notebooks/.
+demo: $(VENV)/.installed
+	$(PY) notebooks/execute.py build/notebooks notebooks/quickstart.ipynb
+
+## Run the tests (the GPU-only ones run with `pytest -m gpu` on a machine with a GPU).
+test: $(VENV)/.installed
+	$(PY) -m pytest
+
+## Lint and type-check.
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check ipy_gpuguard tests bench notebooks
+	$(VENV)/bin/ruff format --check ipy_gpuguard tests bench notebooks
+	$(VENV)/bin/mypy
+
+## Open the notebooks in JupyterLab.
+lab: $(VENV)/.installed
+	$(VENV)/bin/jupyter lab notebooks/
+
+## Measure the guard's overhead (figures printed side by side).
+bench: $(VENV)/.installed
+	$(PY) bench/overhead.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,80 @@
+"""Drive a real IPython kernel through jupyter_client, as a notebook frontend does."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from jupyter_client.manager import start_new_kernel
+
+
+@dataclass
+class Execution:
+    reply: dict[str, Any]
+    iopub: list[dict[str, Any]]
+
+    @property
+    def status(self) -> str:
+        return self.reply["content"]["status"]
+
+    def of_type(self, msg_type: str) -> list[dict[str, Any]]:
+        return [msg for msg in self.iopub if msg["msg_type"] == msg_type]
+
+    def widget_updates_before_reply(self) -> int:
+        replied: datetime = self.reply["header"]["date"]
+        return sum(
+            1
+            for msg in self.of_type("comm_msg")
+            if msg["content"]["data"].get("method") == "update" and msg["header"]["date"] < replied
+        )
+
+    def stdout(self) -> str:
+        return "".join(
+            msg["content"]["text"]
+            for msg in self.of_type("stream")
+            if msg["content"]["name"] == "stdout"
+        )
+
+
+@contextmanager
+def kernel(**env: str) -> Iterator[Any]:
+    manager, client = start_new_kernel(kernel_name="python3", env={**os.environ, **env})
+    try:
+        yield client
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def execute(client: Any, code: str, timeout: float = 120) -> Execution:
+    """Run ``code`` and collect every iopub message until the kernel is idle again."""
+    msg_id = client.execute(code)
+    iopub = []
+    while True:
+        msg = client.get_iopub_msg(timeout=timeout)
+        iopub.append(msg)
+        if (
+            msg["msg_type"] == "status"
+            and msg["content"]["execution_state"] == "idle"
+            and msg["parent_header"].get("msg_id") == msg_id
+        ):
+            break
+    while True:
+        reply = client.get_shell_msg(timeout=timeout)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return Execution(reply, iopub)
+
+
+def evaluate(client: Any, expression: str) -> str:
+    """The repr of an expression evaluated in the kernel, through ``user_expressions``."""
+    msg_id = client.execute("", silent=True, user_expressions={"value": expression})
+    while True:
+        reply = client.get_shell_msg(timeout=60)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            result = reply["content"]["user_expressions"]["value"]
+            assert result["status"] == "ok", result
+            return result["data"]["text/plain"]

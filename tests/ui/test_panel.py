@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import ipywidgets.widgets.widget as widget_module
+
+from ipy_gpuguard.ui.panel import MemoryPanel
+from ipy_gpuguard.ui.summary import PanelSummary
+
+from .test_render import GIB, T4, view
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_panel_draws_bars_and_labels_from_the_view():
+    panel = MemoryPanel((T4,))
+    panel.draw(view())
+    row = panel._rows[0]
+    assert row.bar.value == 12 / 15
+    assert row.bar.bar_style == ""
+    assert "GPU 0 · Tesla T4 · 12.0 GiB / 15.0 GiB (80%)" in row.label.value
+    assert "util 97%" in row.stats.value
+    assert row.chart.value.startswith("<svg")
+    panel.close()
+
+
+def test_redraws_are_at_most_four_a_second():
+    clock = Clock()
+    panel = MemoryPanel((T4,), clock=clock)
+    drawn = []
+    for _ in range(40):  # ten samples a second for four seconds
+        drawn.append(panel.draw(view()))
+        clock.now += 0.1
+    assert panel.redraws == sum(drawn)
+    assert 14 <= panel.redraws <= 16
+    assert panel.draw(view(), force=True)
+    panel.close()
+
+
+def test_bar_turns_red_near_capacity():
+    from ipy_gpuguard.telemetry import DeviceReading, DeviceSample, Sample
+
+    full = Sample(
+        1.0, (DeviceSample(0, DeviceReading(used_bytes=int(14.5 * GIB), total_bytes=15 * GIB)),)
+    )
+    panel = MemoryPanel((T4,))
+    panel.draw(view(history=(full,)))
+    assert panel._rows[0].bar.bar_style == "danger"
+    panel.close()
+
+
+def test_close_leaves_no_widget_behind():
+    before = len(widget_module._instances)
+    panel = MemoryPanel((T4, T4))
+    assert len(widget_module._instances) > before
+    panel.close()
+    assert len(widget_module._instances) == before
+
+
+def test_panel_bundle_is_a_widget_view_and_summary_is_static():
+    panel = MemoryPanel((T4,))
+    bundle = panel._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    panel.close()
+    summary = PanelSummary(view())._repr_mimebundle_()
+    assert set(summary) == {"text/plain", "text/html"}
+    assert summary["text/plain"].startswith("ipy_gpuguard · finished")
