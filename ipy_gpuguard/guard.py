@@ -47,28 +47,31 @@ class GuardedRun:
         )
 
     def start(self) -> None:
-        self._allocators.reset_peaks(info.index for info in self._devices)
-        if self._panel is not None:
-            self._panel.draw(self.view(), force=True)
-            self._handle = display(self._panel, display_id=True)
-        self._sampler.start()
+        """Show the panel and start sampling; on failure, leave nothing open behind."""
+        try:
+            self._allocators.reset_peaks(info.index for info in self._devices)
+            if self._panel is not None:
+                self._panel.draw(self.view(), force=True)
+                self._handle = display(self._panel, display_id=True)
+            self._sampler.start()
+        except BaseException:
+            self._close_panel()
+            raise
 
     def finish(self) -> PanelView:
         """Stop the sampler and show the frozen summary; returns what it shows."""
-        self._sampler.stop()
-        view = self.view(finished=True)
-        if self._options.show_panel:
-            summary = PanelSummary(view)
-            if self._handle is not None:
-                self._handle.update(summary)
-            else:
-                display(summary)
-        if self._panel is not None:
-            self._panel.close()
-        return view
-
-    def threads_alive(self) -> bool:
-        return self._sampler.is_alive()
+        try:
+            self._sampler.stop()
+            view = self.view(finished=True)
+            if self._options.show_panel:
+                summary = PanelSummary(view)
+                if self._handle is not None:
+                    self._handle.update(summary)
+                else:
+                    display(summary)
+            return view
+        finally:
+            self._close_panel()
 
     def view(self, finished: bool = False) -> PanelView:
         history = self._sampler.history
@@ -87,6 +90,10 @@ class GuardedRun:
             finished=finished,
             notes=tuple(notes),
         )
+
+    def _close_panel(self) -> None:
+        if self._panel is not None:
+            self._panel.close()
 
     def _redraw(self, _sample: object) -> None:
         assert self._panel is not None

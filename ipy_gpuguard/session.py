@@ -74,8 +74,8 @@ class GuardSession:
         if self._active is not None:
             return
         run = GuardedRun(self.backend, options, self.live)
-        self._active = (key, run)
         run.start()
+        self._active = (key, run)
 
     def end(self, key: object | None) -> None:
         """Finish the guarded cell ``key`` (``None``: whichever is running)."""

@@ -177,3 +177,25 @@ def test_a_guard_that_fails_to_start_still_runs_the_cell(shell, capsys):
     assert captured.err.strip() == (
         "ipy_gpuguard: the guard failed to start (RuntimeError: driver went away); the cell runs unguarded"
     )
+
+
+def test_a_guard_that_fails_to_finish_leaves_the_result_standing(shell, capsys, monkeypatch):
+    session = guard_magics(shell).session
+    finish = session.end
+
+    def finish_then_fail(key):
+        finish(key)
+        raise OSError("display went away")
+
+    monkeypatch.setattr(session, "end", finish_then_fail)
+    result = run(shell, "%%gpuguard\n40 + 2")
+    assert result.success
+    assert result.result == 42
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err
+    assert captured.err.strip() == (
+        "ipy_gpuguard: the guard failed to finish (OSError: display went away); "
+        "the cell's own result stands"
+    )
+    assert guard_threads() == []
+    monkeypatch.undo()  # let the fixture unload the extension through the real session
