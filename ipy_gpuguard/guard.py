@@ -75,14 +75,13 @@ class GuardedRun:
 
     def view(self, finished: bool = False) -> PanelView:
         history = self._sampler.history
-        notes = [] if self._devices or self._backend.kind != "none" else [self._backend.summary]
+        no_telemetry = self._backend.kind == "none"
+        notes = [self._backend.summary] if no_telemetry else []
         if self._sampler.error:
             notes.append(f"telemetry stopped working: {self._sampler.error}")
         return PanelView(
             source_kind=self._backend.kind,
-            source_summary="no GPU telemetry"
-            if self._backend.kind == "none"
-            else self._backend.summary,
+            source_summary="no GPU telemetry" if no_telemetry else self._backend.summary,
             devices=self._devices,
             history=tuple(history.samples()),
             peaks=history.peaks(),
