@@ -51,7 +51,7 @@ class GuardedRun:
         try:
             self._allocators.reset_peaks(info.index for info in self._devices)
             if self._panel is not None:
-                self._panel.draw(self.view(), force=True)
+                self._panel.draw(self.view, force=True)
                 self._handle = display(self._panel, display_id=True)
             self._sampler.start()
         except BaseException:
@@ -96,7 +96,7 @@ class GuardedRun:
 
     def _redraw(self, _sample: object) -> None:
         assert self._panel is not None
-        self._panel.draw(self.view())
+        self._panel.draw(self.view)
 
 
 def _watched(

@@ -66,19 +66,26 @@ class MemoryPanel:
         self._rows = [_DeviceRow(info) for info in devices]
         self.widget = widgets.VBox([self._title, *(row.box for row in self._rows), self._notes])
 
-    def draw(self, view: PanelView, force: bool = False) -> bool:
-        """Redraw from ``view`` unless the last redraw was under a quarter of a second ago."""
+    def draw(self, view: Callable[[], PanelView], force: bool = False) -> bool:
+        """Redraw unless the last redraw was under a quarter of a second ago.
+
+        ``view`` builds what to show; it is called only when a redraw is due, so a fast sampling
+        interval costs no rendering work beyond four redraws a second.
+        """
         now = self._clock()
         last = self._last_redraw
         if not force and last is not None and now - last < MIN_REDRAW_INTERVAL_S:
             return False
         self._last_redraw = now
+        self._render(view())
+        return True
+
+    def _render(self, view: PanelView) -> None:
         self._title.value = f"<b>{escape(render.title_text(view))}</b>"
         for row in self._rows:
             row.draw(view)
         self._notes.value = render.notes_html(view)
         self.redraws += 1
-        return True
 
     def close(self) -> None:
         """Close every widget, so that nothing of this cell stays alive in the kernel."""
