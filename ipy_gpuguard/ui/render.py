@@ -109,7 +109,12 @@ def notes_html(view: PanelView) -> str:
 
 
 def memory_chart_svg(view: PanelView, info: DeviceInfo) -> str:
-    """A small chart of device memory (solid) and allocator memory (dashed) over the run."""
+    """A small chart of device memory (solid) and allocator memory (dashed) over the run.
+
+    The scale is the run's own peak with a quarter of headroom, capped at the device's memory,
+    so the shape of a run that uses 10% of a GPU is still visible; the bar and the label already
+    say how near capacity it is, and the chart's title gives its scale.
+    """
     series = [
         (sample.elapsed_s, device)
         for sample in view.history
@@ -123,23 +128,27 @@ def memory_chart_svg(view: PanelView, info: DeviceInfo) -> str:
     allocated = [
         device.allocator.current_bytes if device.allocator else None for _, device in series
     ]
+    highest = max((value for value in used + allocated if value), default=1)
+    scale = min(info.total_bytes, int(highest * 1.25))
     return (
         f'<svg width="{_CHART_WIDTH}" height="{_CHART_HEIGHT}" role="img" '
-        f'aria-label="memory of GPU {info.index} over the run" '
+        f'aria-label="memory of GPU {info.index} over the run, 0 to {format_bytes(scale)}" '
         'style="border:1px solid #ddd;display:block">'
-        f"{_polyline(times, used, info.total_bytes, _DEVICE_COLOUR, '')}"
-        f"{_polyline(times, allocated, info.total_bytes, _ALLOCATOR_COLOUR, '3 2')}"
+        f"<title>GPU {info.index} memory over the run: device (solid), allocator (dashed); "
+        f"0 to {escape(format_bytes(scale))}</title>"
+        f"{_polyline(times, used, scale, _DEVICE_COLOUR, '')}"
+        f"{_polyline(times, allocated, scale, _ALLOCATOR_COLOUR, '3 2')}"
         "</svg>"
     )
 
 
 def _polyline(
-    times: list[float], values: list[int | None], total: int, colour: str, dash: str
+    times: list[float], values: list[int | None], scale: int, colour: str, dash: str
 ) -> str:
     start, span = times[0], max(times[-1] - times[0], 1e-9)
     coords = " ".join(
         f"{(elapsed - start) / span * _CHART_WIDTH:.1f},"
-        f"{_CHART_HEIGHT * (1 - min(value / total, 1.0)):.1f}"
+        f"{_CHART_HEIGHT * (1 - min(value / scale, 1.0)):.1f}"
         for elapsed, value in zip(times, values, strict=True)
         if value is not None
     )

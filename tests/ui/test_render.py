@@ -111,3 +111,14 @@ def test_bar_turns_amber_then_red_near_capacity():
     assert bar_style(0.5) == ""
     assert bar_style(0.85) == "warning"
     assert bar_style(0.95) == "danger"
+
+
+def test_chart_of_a_small_run_is_scaled_to_its_peak_not_to_the_device():
+    big = DeviceInfo(0, "A100", 80 * GIB)
+    small_run = tuple(
+        Sample(t, (DeviceSample(0, DeviceReading(used_bytes=used, total_bytes=80 * GIB)),))
+        for t, used in ((0.0, 0), (1.0, 1 * GIB))
+    )
+    svg = render.memory_chart_svg(view(devices=(big,), history=small_run), big)
+    assert 'points="0.0,36.0 240.0,7.2"' in svg  # the peak sits at 80% of the height
+    assert "0 to 1.25 GiB" in svg
