@@ -41,8 +41,10 @@ def fit_ratio(rounds: int = 9) -> tuple[float, float, float]:
     shell.run_line_magic("load_ext", "ipy_gpuguard")
     assert shell.run_cell(SETUP).success
     plain, guarded = [], []
+    pair = [(FIT, plain), ("%%gpuguard\n" + FIT, guarded)]
     for _ in range(rounds):
-        for cell, times in ((FIT, plain), ("%%gpuguard\n" + FIT, guarded)):
+        pair.reverse()  # alternate which goes first, so order effects cancel
+        for cell, times in pair:
             start = time.perf_counter()
             assert shell.run_cell(cell).success
             times.append(time.perf_counter() - start)

@@ -199,3 +199,17 @@ def test_a_guard_that_fails_to_finish_leaves_the_result_standing(shell, capsys, 
     )
     assert guard_threads() == []
     monkeypatch.undo()  # let the fixture unload the extension through the real session
+
+
+def test_a_bad_gpuguard_simulate_is_one_clear_line_and_the_cell_runs(shell, capsys, monkeypatch):
+    shell.run_line_magic("unload_ext", "ipy_gpuguard")
+    monkeypatch.setenv("GPUGUARD_SIMULATE", "8 gigs")
+    shell.run_line_magic("load_ext", "ipy_gpuguard")
+    result = run(shell, "%%gpuguard\nvalue = 3")
+    assert result.success
+    assert shell.user_ns["value"] == 3
+    out = capsys.readouterr().out
+    (line,) = [line for line in out.splitlines() if "8 gigs" in line]
+    assert "simulated devices '8 gigs' were not started" in line
+    assert "write it like 8GiB or 8GiB,16GiB" in line
+    assert "Traceback" not in out
