@@ -213,3 +213,19 @@ def test_a_bad_gpuguard_simulate_is_one_clear_line_and_the_cell_runs(shell, caps
     assert "simulated devices '8 gigs' were not started" in line
     assert "write it like 8GiB or 8GiB,16GiB" in line
     assert "Traceback" not in out
+
+
+def test_transformer_blanks_the_guard_line_and_keeps_a_following_cell_magic_first(shell):
+    assert shell.transform_cell("%%gpuguard --interval 1\nx = 1\n") == "\nx = 1\n"
+    assert shell.transform_cell("%%gpuguard\n%%time\nx = 1\n") == (
+        "get_ipython().run_cell_magic('time', '', 'x = 1\\n')\n"
+    )
+    assert shell.transform_cell("%%gpuguardian\nx = 1\n").startswith(
+        "get_ipython().run_cell_magic('gpuguardian'"
+    )
+
+
+def test_a_terminal_waits_for_a_blank_line_as_for_any_cell_magic(shell):
+    check = shell.input_transformer_manager.check_complete
+    assert check("%%gpuguard\nx = 1") == check("%%time\nx = 1") == ("incomplete", 0)
+    assert check("%%gpuguard\nx = 1\n\n") == ("complete", None)
