@@ -57,10 +57,6 @@ class SampleHistory:
         with self._lock:
             return list(self._samples)
 
-    def latest(self) -> Sample | None:
-        with self._lock:
-            return self._samples[-1] if self._samples else None
-
     def peaks(self) -> tuple[DevicePeak, ...]:
         with self._lock:
             return tuple(self._peaks[index] for index in sorted(self._peaks))
@@ -144,7 +140,7 @@ class Sampler:
 
     def _record(self, notify: bool) -> None:
         try:
-            sample = self.take_sample()
+            sample = self._take_sample()
             self.history.add(sample)
             if notify and self._listener is not None:
                 self._listener(sample)
@@ -152,7 +148,7 @@ class Sampler:
             if self.error is None:
                 self.error = f"{type(error).__name__}: {error}"
 
-    def take_sample(self) -> Sample:
+    def _take_sample(self) -> Sample:
         devices = tuple(
             DeviceSample(
                 index=index,

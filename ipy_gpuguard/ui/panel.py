@@ -17,7 +17,7 @@ import ipywidgets as widgets
 
 from ..telemetry import DeviceInfo
 from . import render
-from .view import PanelView, bar_style, used_fraction
+from .view import PanelView, bar_style, device_fraction
 
 #: The least time between two redraws (seconds): four a second at most.
 MIN_REDRAW_INTERVAL_S = 0.25
@@ -36,11 +36,7 @@ class _DeviceRow:
 
     def draw(self, view: PanelView) -> None:
         sample = view.latest_of(self.info.index)
-        reading = sample.device if sample else None
-        fraction = used_fraction(
-            reading.used_bytes if reading else None,
-            (reading.total_bytes if reading else None) or self.info.total_bytes,
-        )
+        fraction = device_fraction(self.info, sample)
         with self.bar.hold_sync():
             self.bar.value = fraction or 0.0
             self.bar.bar_style = bar_style(fraction)

@@ -11,7 +11,7 @@ from html import escape
 
 from ..telemetry import AllocatorReading, DeviceInfo, DeviceSample
 from ..telemetry.units import format_bytes
-from .view import PanelView, used_fraction
+from .view import PanelView, device_fraction, used_fraction
 
 _CHART_WIDTH, _CHART_HEIGHT = 240, 36
 _DEVICE_COLOUR, _ALLOCATOR_COLOUR = "#1976d2", "#7b1fa2"
@@ -26,10 +26,10 @@ def device_label_text(info: DeviceInfo, sample: DeviceSample | None) -> str:
     """``GPU 0 · NVIDIA A100 · 3.20 GiB / 80.0 GiB (4%)``."""
     reading = sample.device if sample else None
     total = (reading.total_bytes if reading else None) or info.total_bytes
-    used = reading.used_bytes if reading else None
-    fraction = used_fraction(used, total)
+    fraction = device_fraction(info, sample)
     share = f" ({fraction:.0%})" if fraction is not None else ""
-    return f"GPU {info.index} · {info.name} · {format_bytes(used)} / {format_bytes(total)}{share}"
+    used = format_bytes(reading.used_bytes if reading else None)
+    return f"GPU {info.index} · {info.name} · {used} / {format_bytes(total)}{share}"
 
 
 def device_stats_text(sample: DeviceSample | None) -> str:

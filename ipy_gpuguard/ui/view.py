@@ -41,6 +41,13 @@ class PanelView:
         return next((peak for peak in self.peaks if peak.index == index), None)
 
 
+def device_fraction(info: DeviceInfo, sample: DeviceSample | None) -> float | None:
+    """How full a device's memory is, by its latest reading; ``None`` when it cannot say."""
+    reading = sample.device if sample else None
+    total = (reading.total_bytes if reading else None) or info.total_bytes
+    return used_fraction(reading.used_bytes if reading else None, total)
+
+
 def used_fraction(used_bytes: int | None, total_bytes: int | None) -> float | None:
     if used_bytes is None or not total_bytes:
         return None
