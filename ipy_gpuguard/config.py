@@ -36,6 +36,36 @@ class GPUGuard(Configurable):
         )
     ).tag(config=True)
 
+    free_memory_on_oom = Bool(
+        True,
+        help=(
+            "After an out-of-memory error, clear the failed call's frames and collect, so its "
+            "tensors are freed; %debug then has nothing to inspect."
+        ),
+    ).tag(config=True)
+    native_log = Bool(
+        True,
+        help=(
+            "Read the framework's native log (file descriptor 2) during a guarded cell for the "
+            "diagnosis; the lines still show as before."
+        ),
+    ).tag(config=True)
+    incident_log = Unicode(
+        help=(
+            "File the incidents are appended to, one JSON line each; empty for none. Defaults "
+            "to ipy_gpuguard/incidents.jsonl in the Jupyter data directory."
+        )
+    ).tag(config=True)
+    log_cell_source = Bool(
+        False, help="Also write the failed cell's source into the incident log."
+    ).tag(config=True)
+
+    @default("incident_log")
+    def _incident_log_in_jupyter_data_dir(self) -> str:
+        from jupyter_core.paths import jupyter_data_dir
+
+        return os.path.join(jupyter_data_dir(), "ipy_gpuguard", "incidents.jsonl")
+
     @default("simulate")
     def _simulate_from_environment(self) -> str:
         return os.environ.get("GPUGUARD_SIMULATE", "")

@@ -6,8 +6,12 @@ from typing import TYPE_CHECKING
 
 from IPython.display import DisplayHandle, display
 
+from .diagnosis import DeviceMemory
+from .native_log import NativeLogTee
 from .options import GuardOptions
+from .remediation import FailedRun
 from .telemetry import DeviceBackend, DeviceInfo, FrameworkAllocators, Sampler
+from .telemetry.framework import tensorflow_settings
 from .ui.summary import PanelSummary
 from .ui.view import PanelView
 
@@ -23,9 +27,17 @@ class GuardedRun:
     live
         Whether a frontend can render widgets (a Jupyter kernel). Without one, the summary is
         shown once, as text, when the cell ends.
+    read_native_log
+        Whether to read the framework's native log (file descriptor 2) for the diagnosis.
     """
 
-    def __init__(self, backend: DeviceBackend, options: GuardOptions, live: bool) -> None:
+    def __init__(
+        self,
+        backend: DeviceBackend,
+        options: GuardOptions,
+        live: bool,
+        read_native_log: bool = True,
+    ) -> None:
         self._backend = backend
         self._options = options
         self._devices = _watched(backend.devices(), options.devices)
@@ -38,6 +50,9 @@ class GuardedRun:
 
             self._panel = MemoryPanel(self._devices)
         self._handle: DisplayHandle | None = None
+        self._native_log = NativeLogTee() if read_native_log else None
+        self.log_lines: tuple[str, ...] = ()
+        self._allocator_baseline: int | None = None
         self._sampler = Sampler(
             backend,
             self._allocators,
@@ -49,12 +64,16 @@ class GuardedRun:
     def start(self) -> None:
         """Show the panel and start sampling; on failure, leave nothing open behind."""
         try:
+            self._allocator_baseline = self.allocator_bytes()
             self._allocators.reset_peaks(info.index for info in self._devices)
             if self._panel is not None:
                 self._panel.draw(self.view, force=True)
                 self._handle = display(self._panel, display_id=True)
+            if self._native_log is not None:
+                self._native_log.start()
             self._sampler.start()
         except BaseException:
+            self._stop_native_log()
             self._close_panel()
             raise
 
@@ -71,6 +90,7 @@ class GuardedRun:
                     display(summary)
             return view
         finally:
+            self._stop_native_log()
             self._close_panel()
 
     def view(self, finished: bool = False) -> PanelView:
@@ -89,6 +109,44 @@ class GuardedRun:
             finished=finished,
             notes=tuple(notes),
         )
+
+    def failed_run(self, view: PanelView) -> FailedRun:
+        """What a diagnosis may use of this run, once it has finished."""
+        peaks = {peak.index: peak for peak in view.peaks}
+        devices = tuple(
+            DeviceMemory(
+                index=info.index,
+                name=info.name,
+                total_bytes=info.total_bytes,
+                peak_used_bytes=peaks[info.index].device_used_bytes
+                if info.index in peaks
+                else None,
+                peak_allocator_bytes=(
+                    peaks[info.index].allocator_peak_bytes if info.index in peaks else None
+                ),
+                simulated=info.simulated,
+            )
+            for info in self._devices
+        )
+        now = self.allocator_bytes()
+        # An allocator that could not be read before the cell had not started: it held nothing.
+        baseline = (
+            0 if self._allocator_baseline is None and now is not None else self._allocator_baseline
+        )
+        return FailedRun(
+            view, devices, self.log_lines, self.allocator_bytes, baseline, tensorflow_settings()
+        )
+
+    def allocator_bytes(self) -> int | None:
+        """The framework allocators' current bytes over the watched devices; ``None`` if unread."""
+        readings = [self._allocators.read(info.index) for info in self._devices]
+        known = [reading.current_bytes for reading in readings if reading is not None]
+        return sum(known) if known else None
+
+    def _stop_native_log(self) -> None:
+        if self._native_log is not None:
+            self.log_lines = self._native_log.stop()
+            self._native_log = None
 
     def _close_panel(self) -> None:
         if self._panel is not None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from IPython.core import magic_arguments
 from IPython.core.error import UsageError
@@ -20,6 +21,8 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
 from .options import GuardOptions, check_interval, parse_device_list
 from .session import GuardSession
+
+T = TypeVar("T")
 
 _GUARD_LINE = re.compile(r"^%%gpuguard(?:[ \t]+(?P<options>.*?))?[ \t]*\r?\n?$")
 
@@ -116,14 +119,17 @@ class GPUGuardMagics(Magics):
                 options = self.guard_options(line)
             except UsageError:
                 return  # the transformer has refused the cell and IPython shows why
-            self.session.begin(info, options)
+            self.session.begin(info, options, info.raw_cell)
 
         _guard_failure_in_one_line("start", start)
 
     def post_run_cell(self, result: Any) -> None:
-        """Finish the guard of the cell that just ended, whether it succeeded or not."""
+        """Finish the guard of the cell that just ended; when it failed, show the diagnosis."""
         key = getattr(result, "info", None)
-        _guard_failure_in_one_line("finish", lambda: self.session.end(key))
+        finished = _guard_failure_in_one_line("finish", lambda: self.session.end(key))
+        error = getattr(result, "error_in_exec", None)
+        if finished is not None and error is not None:
+            _guard_failure_in_one_line("diagnose", lambda: self.session.remediate(finished, error))
 
     def _simulate(self, value: str | None) -> str:
         if value is None:
@@ -178,13 +184,21 @@ def _parse(magic: Any, line: str, name: str) -> Any:
         raise UsageError(f"{name}: {error} (see {name}? for the options)") from None
 
 
-def _guard_failure_in_one_line(stage: str, action: Any) -> None:
+_CONSEQUENCES = {
+    "start": "the cell runs unguarded",
+    "finish": "the cell's own result stands",
+    "diagnose": "the traceback above is the cell's own",
+}
+
+
+def _guard_failure_in_one_line(stage: str, action: Callable[[], T]) -> T | None:
     """Run a step of the guard; its failure is one line on stderr, never a second traceback."""
     try:
-        action()
+        return action()
     except Exception as error:
-        what = "the cell runs unguarded" if stage == "start" else "the cell's own result stands"
         print(
-            f"ipy_gpuguard: the guard failed to {stage} ({type(error).__name__}: {error}); {what}",
+            f"ipy_gpuguard: the guard failed to {stage} ({type(error).__name__}: {error}); "
+            f"{_CONSEQUENCES[stage]}",
             file=sys.stderr,
         )
+        return None

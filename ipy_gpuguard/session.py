@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from .config import GPUGuard
+from .diagnosis import Kind
 from .guard import GuardedRun
+from .incidents import IncidentLog
 from .options import GuardOptions
+from .remediation import Policy, remediate
 from .telemetry import DeviceBackend, open_backend
 from .telemetry.units import format_bytes, parse_size_list
+from .ui.view import PanelView
+
+
+@dataclasses.dataclass(frozen=True)
+class FinishedCell:
+    """A guarded cell that has ended: its run, its frozen panel, its options and source."""
+
+    run: GuardedRun
+    view: PanelView
+    options: GuardOptions
+    cell: str
 
 
 class GuardSession:
@@ -36,7 +52,8 @@ class GuardSession:
         self._open_telemetry = open_telemetry
         self._backend: DeviceBackend | None = None
         self._backend_lock = threading.Lock()
-        self._active: tuple[object, GuardedRun] | None = None
+        self._active: tuple[object, GuardedRun, GuardOptions, str] | None = None
+        self.last_failure: Kind | None = None
 
     @property
     def backend(self) -> DeviceBackend:
@@ -69,21 +86,46 @@ class GuardSession:
                 f"{', '.join(map(str, visible))} (framework indices, after CUDA_VISIBLE_DEVICES)"
             )
 
-    def begin(self, key: object, options: GuardOptions) -> None:
+    @property
+    def incident_log(self) -> IncidentLog | None:
+        """The incident log, or ``None`` when ``GPUGuard.incident_log`` is empty."""
+        path = self.config.incident_log
+        return IncidentLog(Path(path).expanduser()) if path else None
+
+    def begin(self, key: object, options: GuardOptions, cell: str = "") -> None:
         """Start guarding the cell identified by ``key``; a cell already guarded is left alone."""
         if self._active is not None:
             return
-        run = GuardedRun(self.backend, options, self.live)
+        run = GuardedRun(self.backend, options, self.live, self.config.native_log)
         run.start()
-        self._active = (key, run)
+        self._active = (key, run, options, cell)
 
-    def end(self, key: object | None) -> None:
+    def end(self, key: object | None) -> FinishedCell | None:
         """Finish the guarded cell ``key`` (``None``: whichever is running)."""
         if self._active is None or (key is not None and self._active[0] is not key):
-            return
-        _, run = self._active
+            return None
+        _, run, options, cell = self._active
         self._active = None
-        run.finish()
+        view = run.finish()
+        return FinishedCell(run, view, options, cell)
+
+    def remediate(self, finished: FinishedCell, error: BaseException) -> None:
+        """Diagnose the failed cell and show its card (see :func:`.remediation.remediate`)."""
+        policy = Policy(
+            free_memory_on_oom=self.config.free_memory_on_oom,
+            incident_log=self.incident_log,
+            log_cell_source=self.config.log_cell_source,
+            live=self.live,
+        )
+        diagnosis = remediate(
+            error,
+            finished.run.failed_run(finished.view),
+            policy,
+            dataclasses.asdict(finished.options),
+            finished.cell,
+            self.last_failure,
+        )
+        self.last_failure = diagnosis.kind
 
     def simulate(self, spec: str) -> str:
         """Switch simulated devices on (``"8GiB"``) or off (``""``); returns what changed, in words."""

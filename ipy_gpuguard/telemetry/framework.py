@@ -11,8 +11,10 @@ runtime is initialised, because asking it about memory would initialise the GPUs
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -100,3 +102,40 @@ class FrameworkAllocators:
                 self._reported.add(what)
                 log.info("%s failed: %s", what, error)
             return None
+
+
+@dataclass(frozen=True)
+class FrameworkSettings:
+    """TensorFlow's memory settings as they stand; ``None`` where they cannot be told.
+
+    ``gpu_initialised``: TensorFlow has set up its devices, so memory growth and the allocator
+    can no longer change in this process.
+    """
+
+    gpu_initialised: bool | None = None
+    memory_growth: bool | None = None
+    xla_auto_jit: bool | None = None
+
+
+def tensorflow_settings(
+    modules: Mapping[str, ModuleType] | None = None, environ: Mapping[str, str] | None = None
+) -> FrameworkSettings:
+    """Read the settings of an already imported TensorFlow, without initialising anything."""
+    modules = sys.modules if modules is None else modules
+    environ = os.environ if environ is None else environ
+    flags = environ.get("TF_XLA_FLAGS", "")
+    xla = "--tf_xla_auto_jit=1" in flags or "--tf_xla_auto_jit=2" in flags
+    tensorflow = modules.get("tensorflow")
+    context = modules.get("tensorflow.python.eager.context")
+    if tensorflow is None or context is None or not hasattr(tensorflow, "config"):
+        return FrameworkSettings(xla_auto_jit=xla or None)
+    try:
+        initialised = bool(getattr(context.context_safe(), "_initialized", False))
+        gpus = tensorflow.config.list_physical_devices("GPU") if initialised else []
+        growth = [tensorflow.config.experimental.get_memory_growth(gpu) for gpu in gpus]
+    except Exception as error:  # a broken runtime is for the diagnosis, not for this reader
+        log.info("reading TensorFlow's settings failed: %s", error)
+        return FrameworkSettings(xla_auto_jit=xla or None)
+    forced = environ.get("TF_FORCE_GPU_ALLOW_GROWTH", "").lower() == "true"
+    memory_growth = (forced or all(growth)) if growth else None
+    return FrameworkSettings(initialised and bool(gpus), memory_growth, xla)

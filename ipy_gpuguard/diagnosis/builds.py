@@ -1,0 +1,86 @@
+"""TensorFlow's tested GPU build configurations, and the NVIDIA driver each CUDA needs.
+
+Transcribed from https://www.tensorflow.org/install/source#gpu (Linux, tested build
+configurations) and NVIDIA's CUDA Toolkit release notes (table 3, minimum driver versions),
+on 2026-11-22. Releases newer than the last row are looked up as the last row, and say so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SOURCE = "https://www.tensorflow.org/install/source#gpu"
+TRANSCRIBED = "2026-11-22"
+
+
+@dataclass(frozen=True)
+class BuildConfiguration:
+    tensorflow: str
+    cuda: str
+    cudnn: str
+
+
+#: Newest first; Windows native GPU builds end at 2.10 (later releases need WSL2).
+TESTED_BUILDS = (
+    BuildConfiguration("2.20", "12.5", "9.3"),
+    BuildConfiguration("2.19", "12.5", "9.3"),
+    BuildConfiguration("2.18", "12.5", "9.3"),
+    BuildConfiguration("2.17", "12.3", "8.9"),
+    BuildConfiguration("2.16", "12.3", "8.9"),
+    BuildConfiguration("2.15", "12.2", "8.9"),
+    BuildConfiguration("2.14", "11.8", "8.7"),
+    BuildConfiguration("2.13", "11.8", "8.6"),
+    BuildConfiguration("2.12", "11.8", "8.6"),
+    BuildConfiguration("2.11", "11.2", "8.1"),
+    BuildConfiguration("2.10", "11.2", "8.1"),
+    BuildConfiguration("2.9", "11.2", "8.1"),
+    BuildConfiguration("2.8", "11.2", "8.1"),
+    BuildConfiguration("2.7", "11.2", "8.1"),
+    BuildConfiguration("2.6", "11.2", "8.1"),
+    BuildConfiguration("2.5", "11.2", "8.1"),
+    BuildConfiguration("2.4", "11.0", "8.0"),
+    BuildConfiguration("2.3", "10.1", "7.6"),
+    BuildConfiguration("2.2", "10.1", "7.6"),
+    BuildConfiguration("2.1", "10.1", "7.6"),
+    BuildConfiguration("2.0", "10.0", "7.4"),
+    BuildConfiguration("1.15", "10.0", "7.4"),
+    BuildConfiguration("1.14", "10.0", "7.4"),
+    BuildConfiguration("1.13", "10.0", "7.4"),
+    BuildConfiguration("1.12", "9.0", "7"),
+)
+
+#: Minimum Linux driver for each CUDA release (Windows drivers are numbered differently).
+MIN_LINUX_DRIVER = {
+    "12": "525.60.13",
+    "11": "450.80.02",
+    "10.2": "440.33",
+    "10.1": "418.39",
+    "10.0": "410.48",
+    "9.0": "384.81",
+}
+
+
+def tested_build(tensorflow_version: str) -> BuildConfiguration | None:
+    """The tested configuration of a TensorFlow release (``2.15.1`` is looked up as 2.15)."""
+    wanted = _major_minor(tensorflow_version)
+    if wanted is None:
+        return None
+    for build in TESTED_BUILDS:
+        release = _major_minor(build.tensorflow)
+        if release is not None and release <= wanted:
+            return build
+    return None
+
+
+def min_driver(cuda_version: str) -> str | None:
+    """The oldest Linux driver that runs ``cuda_version`` (``12.3`` needs 525.60.13)."""
+    major = cuda_version.split(".")[0]
+    return MIN_LINUX_DRIVER.get(cuda_version) or MIN_LINUX_DRIVER.get(major)
+
+
+def _major_minor(version: str) -> tuple[int, int] | None:
+    parts = version.split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return None

@@ -1,0 +1,210 @@
+"""``diagnose``: from an error (raised, or pasted as text) to a :class:`Diagnosis`.
+
+Rules are tried in catalog order against each link of the error's chain; only when none
+matches the error itself are the framework's native log lines read for signatures, so a
+warning TensorFlow logs at import never outranks the error the cell raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from ..telemetry.units import format_bytes
+from .builds import min_driver, tested_build
+from .context import Context, DeviceMemory
+from .evidence import memory_evidence
+from .facts import extract_facts, fill
+from .model import Diagnosis, FactValue, Kind, Remedy
+from .remedies import NEEDS_FRESH_PROCESS, REMEDIES, RESTART_NOTE
+from .report import ErrorLink, ErrorReport, report_from_exception, report_from_text
+from .rules import PLAIN_PYTHON_TYPES, RULES, Rule, first_match
+
+
+def diagnose(error: BaseException | str, context: Context | None = None) -> Diagnosis:
+    """Say what went wrong in ``error``, with the facts that prove it and what to do.
+
+    Parameters
+    ----------
+    error
+        An exception (its whole chain is read: causes, contexts, notes), or error text
+        pasted from a notebook or a log.
+    context
+        What the guard knows beyond the error: the cell's native log lines, memory peaks,
+        the framework's settings. Outside a guarded cell, the installed TensorFlow version
+        and the environment.
+
+    Returns
+    -------
+    Diagnosis
+        ``rule_id`` is ``"unknown"`` when no rule recognises the error: never a GPU diagnosis
+        for an ordinary Python error.
+    """
+    context = context or Context.of_this_process()
+    if isinstance(error, str):
+        report = report_from_text(error, context.log_lines)
+    else:
+        report = report_from_exception(error, context.log_lines)
+    found = find_rule(report, context.previous_kind)
+    if found is None:
+        return _unknown(report)
+    rule, matched = found
+    texts = [link.text for link in report.links] + list(report.log_lines)
+    facts = extract_facts(texts)
+    evidence: list[str] = []
+    if rule.kind is Kind.OUT_OF_MEMORY:
+        evidence += memory_evidence(facts, context)
+    evidence += _settings_evidence(rule, context)
+    return Diagnosis(
+        rule_id=rule.id,
+        kind=rule.kind,
+        title=fill(rule.title, facts),
+        summary=fill(rule.summary, facts),
+        facts=facts,
+        remedies=_remedies(rule, facts, context),
+        evidence=tuple(evidence),
+        matched=matched,
+        error_type=report.error_type,
+    )
+
+
+def find_rule(report: ErrorReport, previous_kind: Kind | None = None) -> tuple[Rule, str] | None:
+    """The first rule that recognises the error, and the line it recognised.
+
+    The error's own text decides first. A symptom whose cause the framework logs defers to a
+    rule that recognises the log; the log alone decides when nothing recognises the error.
+    """
+    context_texts = (*[link.text for link in report.links], *report.log_lines)
+    for rule in RULES:
+        texts = tuple(link.text for link in report.links if _applies(rule, link))
+        matched = first_match(rule.signatures, texts)
+        if matched is not None and _corroborated(rule, report, context_texts, previous_kind):
+            if rule.cause_in_log:
+                return _rule_in_log(report, context_texts, previous_kind) or (rule, matched)
+            return rule, matched
+    return _rule_in_log(report, context_texts, previous_kind) or _rule_in_log(
+        report, context_texts, previous_kind, symptoms=True
+    )
+
+
+def _rule_in_log(
+    report: ErrorReport,
+    context_texts: tuple[str, ...],
+    previous_kind: Kind | None,
+    symptoms: bool = False,
+) -> tuple[Rule, str] | None:
+    """The first rule whose signature is in the framework's log of the cell.
+
+    Causes are looked for first; ``symptoms`` then allows the rules that defer to a cause.
+    """
+    if not report.raised_by_framework or not report.log_lines:
+        return None
+    own_texts = tuple(link.text for link in report.links)
+    for rule in RULES:
+        if not rule.in_log or rule.types or rule.cause_in_log is not symptoms:
+            continue
+        if rule.log_only_if and first_match(rule.log_only_if, own_texts) is None:
+            continue
+        matched = first_match(rule.signatures, report.log_lines)
+        if matched is not None and _corroborated(rule, report, context_texts, previous_kind):
+            return rule, matched
+    return None
+
+
+def _applies(rule: Rule, link: ErrorLink) -> bool:
+    short_names = {name.rsplit(".", 1)[-1] for name in link.type_names[:1]}
+    all_names = set(link.type_names) | {name.rsplit(".", 1)[-1] for name in link.type_names}
+    if rule.types:
+        return bool(all_names & set(rule.types))
+    return not (short_names & PLAIN_PYTHON_TYPES)
+
+
+def _corroborated(
+    rule: Rule, report: ErrorReport, texts: tuple[str, ...], previous_kind: Kind | None
+) -> bool:
+    if rule.in_source and first_match(rule.in_source, report.source_lines) is None:
+        return False
+    if not rule.corroboration:
+        return True
+    if rule.after is not None and previous_kind is rule.after:
+        return True
+    return first_match(rule.corroboration, texts) is not None
+
+
+def _unknown(report: ErrorReport) -> Diagnosis:
+    short = report.error_type.rsplit(".", 1)[-1] or "This error"
+    return Diagnosis(
+        rule_id="unknown",
+        kind=Kind.UNKNOWN,
+        title="No GPU cause recognised",
+        summary=f"{short} does not match a known GPU, driver or data failure.",
+        error_type=report.error_type,
+    )
+
+
+def _settings_evidence(rule: Rule, context: Context) -> list[str]:
+    lines = []
+    if rule.kind is Kind.OUT_OF_MEMORY and context.memory_growth is False:
+        lines.append("TensorFlow's memory growth is off: it reserved most of the GPU at start.")
+    if rule.kind is Kind.OUT_OF_MEMORY and context.xla and rule.id != "oom.xla":
+        lines.append("XLA auto-clustering is on (TF_XLA_FLAGS).")
+    return lines
+
+
+def _remedies(rule: Rule, facts: dict[str, FactValue], context: Context) -> tuple[Remedy, ...]:
+    fields = {**facts, **_template_fields(facts, context)}
+    order = list(rule.remedies)
+    if "other_processes" in fields and "stale_process" in order:
+        order.remove("stale_process")
+        order.insert(0, "stale_process")  # nothing else helps while another process holds it
+    if rule.kind is Kind.OUT_OF_MEMORY and context.xla and "xla_off" not in order:
+        order.append("xla_off")
+    return tuple(_resolved(REMEDIES[remedy_id], fields, context) for remedy_id in order)
+
+
+def _resolved(remedy: Remedy, fields: dict[str, FactValue], context: Context) -> Remedy:
+    note = remedy.note
+    if remedy.id in NEEDS_FRESH_PROCESS and context.gpu_initialised is not False:
+        note = (
+            RESTART_NOTE
+            if context.gpu_initialised
+            else ("Takes effect only in a fresh kernel, before TensorFlow initialises the GPU.")
+        )
+    return replace(
+        remedy,
+        steps=tuple(fill(step, fields) for step in remedy.steps),
+        note=note,
+    )
+
+
+def _template_fields(facts: dict[str, FactValue], context: Context) -> dict[str, FactValue]:
+    """Values remedies' steps may name besides the facts: versions, the device's index."""
+    fields: dict[str, FactValue] = {}
+    device = facts.get("device")
+    if isinstance(device, str) and device.rsplit(":", 1)[-1].isdigit():
+        fields["device_index"] = device.rsplit(":", 1)[-1]
+    if context.tensorflow_version:
+        fields["tensorflow_version"] = context.tensorflow_version
+        build = tested_build(context.tensorflow_version)
+        if build is not None:
+            fields["build_cuda"], fields["build_cudnn"] = build.cuda, build.cudnn
+            driver = min_driver(build.cuda)
+            if driver:
+                fields["min_driver"] = driver
+    visible = context.environment.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        fields["cuda_visible_devices"] = repr(visible)
+    others = _other_processes(context.devices)
+    if others:
+        fields["other_processes"] = others
+    return fields
+
+
+def _other_processes(devices: Iterable[DeviceMemory]) -> str:
+    held = [
+        f"pid {pid} holds {format_bytes(used)} on GPU {device.index}"
+        for device in devices
+        for pid, used in device.other_processes
+        if device.total_bytes and used > 0.3 * device.total_bytes
+    ]
+    return ", ".join(held)

@@ -1,0 +1,275 @@
+"""The catalog of remedies: what the field knows works, each with why it helps.
+
+Rules name remedies by id, most likely first; the doctor (``%gpuguard doctor``) uses the same
+catalog. Steps are templates: ``{fact}`` fields are filled from the diagnosis, and a ``<<...>>``
+part is dropped when its fact is unknown (see :func:`.facts.fill`).
+"""
+
+from __future__ import annotations
+
+from .model import Remedy
+
+_RESTART = "Needs a kernel restart: TensorFlow has already initialised the GPU in this kernel."
+
+NVIDIA_DRIVERS = "https://www.nvidia.com/Download/index.aspx"
+AMD_DRIVERS = "https://www.amd.com/en/support/download/drivers.html"
+INTEL_DRIVERS = "https://www.intel.com/content/www/us/en/download-center/home.html"
+TF_BUILDS = "https://www.tensorflow.org/install/source#gpu"
+
+_CATALOG = (
+    Remedy(
+        "free_memory",
+        "Free the memory the failure pinned",
+        "A failed cell's traceback keeps its tensors alive; clearing its frames, IPython's "
+        "last-error references and the Keras session gives that memory back to the allocator.",
+        steps=("Delete large objects you no longer need (del model, del x_train), then run this.",),
+        action="free_memory",
+    ),
+    Remedy(
+        "smaller_batch",
+        "Use a smaller batch size",
+        "Activation memory grows with the batch: halving the batch roughly halves it.",
+        steps=(
+            "Lower batch_size in the cell<< (a batch {fit_fraction} should fit)>> and run it again.",
+        ),
+        action="retry_smaller_batch",
+    ),
+    Remedy(
+        "mixed_precision",
+        "Train in mixed precision",
+        "float16 activations take half the memory of float32, and tensor cores run them faster.",
+        steps=(
+            'keras.mixed_precision.set_global_policy("mixed_float16") before building the model;',
+            'keep the last layer in float32: Dense(..., dtype="float32") or Activation("softmax", dtype="float32").',
+        ),
+        action="retry_mixed_precision",
+    ),
+    Remedy(
+        "gradient_accumulation",
+        "Keep the effective batch with gradient accumulation",
+        "A smaller batch changes the optimisation; accumulating gradients over k steps keeps it.",
+        steps=(
+            "Divide the batch by k and pass gradient_accumulation_steps=k to the optimizer "
+            "(Keras 3: keras.optimizers.Adam(..., gradient_accumulation_steps=k)).",
+        ),
+    ),
+    Remedy(
+        "memory_growth",
+        "Let TensorFlow take GPU memory as it needs it",
+        "By default TensorFlow reserves almost the whole GPU at start, leaving nothing to cuDNN, "
+        "cuBLAS or other processes; with memory growth it takes only what it uses.",
+        steps=(
+            "Run first, before anything touches the GPU: for gpu in tf.config.list_physical_devices('GPU'): "
+            "tf.config.experimental.set_memory_growth(gpu, True)",
+            "or set the environment variable TF_FORCE_GPU_ALLOW_GROWTH=true before the kernel starts.",
+        ),
+    ),
+    Remedy(
+        "cuda_malloc_async",
+        "Use CUDA's asynchronous allocator",
+        "cuda_malloc_async fragments less than TensorFlow's BFC allocator and returns memory "
+        "between steps, so a model near the limit often fits.",
+        steps=(
+            "Set TF_GPU_ALLOCATOR=cuda_malloc_async before TensorFlow starts "
+            "(%env TF_GPU_ALLOCATOR=cuda_malloc_async in the first cell, or in the kernel's environment).",
+        ),
+    ),
+    Remedy(
+        "stale_process",
+        "Stop the other process holding the GPU",
+        "Memory held by another process (often a forgotten notebook kernel) is not available "
+        "to this one.",
+        steps=(
+            "nvidia-smi lists the processes on each GPU and their memory<<; {other_processes}>>.",
+            "Shut down kernels you no longer need (JupyterLab: Running Terminals and Kernels), "
+            "or end the process: kill <pid>.",
+        ),
+    ),
+    Remedy(
+        "xla_off",
+        "Compare without XLA",
+        "XLA compiles the whole step and may keep larger temporary buffers alive at once.",
+        steps=(
+            "Compile the model with jit_compile=False and run the cell again.",
+            "JAX: XLA_PYTHON_CLIENT_PREALLOCATE=false or XLA_PYTHON_CLIENT_MEM_FRACTION=.7 "
+            "before JAX starts.",
+        ),
+    ),
+    Remedy(
+        "expandable_segments",
+        "Reduce PyTorch's fragmentation",
+        "When much memory is reserved but unallocated, expandable segments let PyTorch reuse it.",
+        steps=("Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before PyTorch starts.",),
+    ),
+    Remedy(
+        "restart_kernel",
+        "Restart the kernel",
+        "After a GPU error the framework's GPU context is unusable: every later GPU call in "
+        "this kernel fails.",
+        steps=("Kernel > Restart Kernel, then run the notebook up to this cell again.",),
+    ),
+    Remedy(
+        "smaller_work",
+        "Give the GPU shorter pieces of work",
+        "The watchdog resets a GPU whose single kernel runs too long: a smaller batch or smaller "
+        "tensors (image size, sequence length) make each kernel shorter.",
+        steps=("Halve batch_size or the input size and run again.",),
+        action="retry_smaller_batch",
+    ),
+    Remedy(
+        "update_driver",
+        "Update the framework and the GPU driver",
+        "Timeouts and device removals are often driver bugs fixed in later releases.",
+        steps=(
+            "pip install --upgrade tensorflow (or tensorflow-directml-plugin, torch, jax).",
+            "Install the newest driver from your GPU's vendor.",
+        ),
+        links=(
+            ("NVIDIA drivers", NVIDIA_DRIVERS),
+            ("AMD drivers", AMD_DRIVERS),
+            ("Intel drivers", INTEL_DRIVERS),
+        ),
+    ),
+    Remedy(
+        "hide_integrated_gpu",
+        "Train on the discrete GPU only",
+        "A small integrated GPU picked up as a device times out on work a discrete one finishes.",
+        steps=(
+            "List the adapters, then set DML_VISIBLE_DEVICES (DirectML) or CUDA_VISIBLE_DEVICES "
+            "(CUDA) to the discrete GPU's index before the framework starts.",
+        ),
+    ),
+    Remedy(
+        "tcc_mode",
+        "Switch the GPU to TCC mode (Windows)",
+        "Under TCC the display driver's watchdog does not apply. Only for GPUs that support TCC "
+        "(most data-centre and workstation cards) and drive no display.",
+        steps=("As administrator: nvidia-smi -i <<{device_index}>> -dm 1, then reboot.",),
+    ),
+    Remedy(
+        "tdr_registry",
+        "Lengthen the Windows GPU timeout (advanced)",
+        "TdrDelay sets how many seconds a GPU may be busy before Windows resets it (default 2). "
+        "Risk: a GPU that really hangs freezes the display for that long; TdrLevel=0 turns "
+        "recovery off, and a hang then needs a hard reboot.",
+        steps=(
+            r"As administrator, under HKLM\System\CurrentControlSet\Control\GraphicsDrivers create "
+            "the DWORD TdrDelay (seconds, for example 10), and reboot.",
+            "Leave TdrLevel alone unless you accept hard reboots; delete the values to undo.",
+        ),
+    ),
+    Remedy(
+        "locate_fault",
+        "Find the kernel that faulted",
+        "GPU errors are reported at a later call than the one that caused them; synchronous "
+        "launches make the traceback point at the culprit.",
+        steps=(
+            "Restart the kernel with CUDA_LAUNCH_BLOCKING=1 and run again;",
+            "TensorFlow: tf.debugging.enable_check_numerics(); PyTorch: compute-sanitizer python script.py.",
+        ),
+    ),
+    Remedy(
+        "check_labels",
+        "Check the labels and indices",
+        "A device-side assert is most often an index out of range: a label of n classes must be "
+        "in 0..n-1, an embedding index below the vocabulary size.",
+        steps=("Check min and max of the labels against the number of classes, on the CPU.",),
+    ),
+    Remedy(
+        "check_hardware",
+        "Check the GPU's health",
+        "ECC errors and Xid events are reported by the hardware or the driver, not by your code.",
+        steps=(
+            "nvidia-smi -q -d ECC,PAGE_RETIREMENT; dmesg | grep -i xid (Linux) for the Xid meaning.",
+            "Repeated uncorrectable errors or Xid 48, 63, 64, 79: reboot, then ask for the GPU to "
+            "be checked or replaced.",
+        ),
+    ),
+    Remedy(
+        "install_matching_libraries",
+        "Install the CUDA and cuDNN that TensorFlow was built for",
+        "TensorFlow loads CUDA libraries at run time and needs the versions it was compiled with "
+        "(cuDNN: the same major version, an equal or newer minor).",
+        steps=(
+            "<<TensorFlow {tensorflow_version} was built with CUDA {build_cuda} and cuDNN {build_cudnn}. >>"
+            "On Linux, pip install 'tensorflow[and-cuda]<<=={tensorflow_version}>>' installs matching "
+            "libraries into the environment.",
+            "Remove other CUDA/cuDNN copies that come first on LD_LIBRARY_PATH (or PATH on Windows), "
+            "then restart the kernel.",
+        ),
+        links=(("TensorFlow's tested build configurations", TF_BUILDS),),
+    ),
+    Remedy(
+        "update_driver_for_cuda",
+        "Update the NVIDIA driver",
+        "Each CUDA version needs a minimum driver; an older driver cannot run a newer CUDA "
+        "runtime.",
+        steps=(
+            "<<CUDA {build_cuda} needs driver {min_driver} or newer. >>Install a current driver, "
+            "then restart the kernel.",
+        ),
+        links=(("NVIDIA drivers", NVIDIA_DRIVERS),),
+    ),
+    Remedy(
+        "match_gpu_architecture",
+        "Use a build that supports this GPU",
+        "The installed framework has no code compiled for this GPU's architecture (too new or too "
+        "old for it).",
+        steps=(
+            "Upgrade the framework (newer GPUs) or install an older release (older GPUs); check the "
+            "supported compute capabilities in its release notes.",
+        ),
+    ),
+    Remedy(
+        "ptx_toolchain",
+        "Match the PTX compiler to the driver",
+        "XLA compiles kernels with ptxas; a ptxas newer than the driver, or none at all, fails.",
+        steps=(
+            "pip install nvidia-cuda-nvcc-cu12 (matching TensorFlow's CUDA), or update the driver;",
+            "or point XLA at a CUDA install: XLA_FLAGS=--xla_gpu_cuda_data_dir=/usr/local/cuda.",
+        ),
+    ),
+    Remedy(
+        "check_gpu_visible",
+        "Make the GPU visible",
+        "The framework found no usable GPU: no driver, a CPU-only build, or CUDA_VISIBLE_DEVICES "
+        "hiding it.",
+        steps=(
+            "nvidia-smi should list the GPU; if it does not, install the driver.",
+            "tf.config.list_physical_devices('GPU') should list it; if not, install "
+            "tensorflow[and-cuda] (Linux) and check CUDA_VISIBLE_DEVICES<< (now {cuda_visible_devices})>>.",
+            "%gpuguard doctor checks all of this.",
+        ),
+    ),
+    Remedy(
+        "allow_cpu",
+        "Let the cell run without a GPU",
+        "A cell that pins /GPU:0 fails where there is none; soft placement runs it on the CPU.",
+        steps=(
+            "Remove with tf.device('/GPU:0'), or call tf.config.set_soft_device_placement(True).",
+        ),
+    ),
+    Remedy(
+        "check_shapes",
+        "Check the shapes of the data against the model",
+        "The model received a tensor of another shape than it was built for; the GPU is not "
+        "involved.",
+        steps=(
+            "Print x.shape, y.shape and model.input_shape / model.output_shape.",
+            "Class indices as labels need sparse_categorical_crossentropy; one-hot labels need "
+            "categorical_crossentropy.",
+        ),
+    ),
+    Remedy(
+        "cast_dtype",
+        "Cast the data to the model's dtype",
+        "NumPy creates float64 by default; Keras layers compute in float32.",
+        steps=('x = x.astype("float32") (NumPy) or tf.cast(x, tf.float32).',),
+    ),
+)
+
+REMEDIES: dict[str, Remedy] = {remedy.id: remedy for remedy in _CATALOG}
+
+#: Remedies that only work in a process where TensorFlow has not yet initialised the GPU.
+NEEDS_FRESH_PROCESS = frozenset({"memory_growth", "cuda_malloc_async", "expandable_segments"})
+RESTART_NOTE = _RESTART

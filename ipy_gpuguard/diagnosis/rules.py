@@ -1,0 +1,622 @@
+"""The ordered catalog of rules: each recognises one failure by its signatures.
+
+Adding a new error signature is adding a rule (or a pattern to one) and a corpus case under
+``tests/data/errors/<rule id>/``, never a new ``if``. Order matters where messages overlap: a
+rule that needs corroboration (memory evidence behind "Failed to get convolution algorithm")
+comes before the rule that takes the message at its word.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+
+from .model import Kind
+
+#: Python's own errors: a message that mentions CUDA does not make a ``NameError`` a GPU failure.
+#: Only a rule that names one of these types in ``types`` may match it.
+PLAIN_PYTHON_TYPES = frozenset(
+    {
+        "NameError",
+        "UnboundLocalError",
+        "AttributeError",
+        "SyntaxError",
+        "IndentationError",
+        "TabError",
+        "KeyError",
+        "IndexError",
+        "ZeroDivisionError",
+        "KeyboardInterrupt",
+        "SystemExit",
+        "StopIteration",
+        "StopAsyncIteration",
+        "GeneratorExit",
+        "RecursionError",
+        "ModuleNotFoundError",
+        "FileNotFoundError",
+        "NotImplementedError",
+    }
+)
+
+_MEMORY_EVIDENCE = (
+    r"CUDA_ERROR_OUT_OF_MEMORY",
+    r"CUDNN_STATUS_ALLOC_FAILED",
+    r"CUBLAS_STATUS_ALLOC_FAILED",
+    r"\bOOM when allocating",
+    r"(?i)\bout of memory\b",
+    r"ran out of memory trying to allocate(?!.*caller indicates that this is not a failure)",
+    r"failed to allocate [\d.]+\s*[KMGT]?i?B? \(\d+ bytes\) from device",
+)
+_GPU_WORDS = (r"(?i)\b(?:GPU|CUDA|cuDNN|DNN|cuBLAS|device)\b",)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One failure the guard recognises.
+
+    Parameters
+    ----------
+    id
+        Stable and dotted (``oom.tf.tensor``): tests, cards and the incident log use it.
+    summary
+        One sentence; ``{fact}`` fields are filled, ``<<...>>`` parts dropped when unknown.
+    signatures
+        Regular expressions; the rule matches an error whose message or notes match one.
+    remedies
+        Ids in :data:`.remedies.REMEDIES`, most likely to help first.
+    types
+        When given, the error's type (qualified, or its short name) must be one of these.
+    in_log
+        The signatures also count when found in the framework's native log of the cell.
+    corroboration
+        When given, one of these must also match the error or the log, or (with ``after``) the
+        previous failure in this session must be of that kind.
+    log_only_if
+        When the rule matches only through the log, one of these must match the error itself:
+        TensorFlow logs missing CUDA libraries at every import, whatever the cell did.
+    cause_in_log
+        The error is a symptom whose cause the framework logs ("Failed to get convolution
+        algorithm... look to see if a warning log message was printed above"): a rule that
+        matches the log wins over this one.
+    in_source
+        When given, one must match a code line of the traceback (the call that failed).
+    """
+
+    id: str
+    kind: Kind
+    title: str
+    summary: str
+    signatures: tuple[str, ...]
+    remedies: tuple[str, ...]
+    types: tuple[str, ...] = ()
+    in_log: bool = False
+    corroboration: tuple[str, ...] = ()
+    after: Kind | None = None
+    log_only_if: tuple[str, ...] = ()
+    cause_in_log: bool = False
+    in_source: tuple[str, ...] = ()
+
+
+@cache
+def compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.MULTILINE)
+
+
+def first_match(patterns: tuple[str, ...], texts: tuple[str, ...]) -> str | None:
+    """The first line of ``texts`` that one of ``patterns`` matches."""
+    for pattern in patterns:
+        regex = compiled(pattern)
+        for text in texts:
+            match = regex.search(text)
+            if match is not None:
+                return _line_of(text, match.start())
+    return None
+
+
+def _line_of(text: str, index: int) -> str:
+    start = text.rfind("\n", 0, index) + 1
+    end = text.find("\n", index)
+    return text[start : end if end >= 0 else len(text)].strip()
+
+
+_OOM_REMEDIES = ("smaller_batch", "free_memory", "mixed_precision", "gradient_accumulation")
+_TF_OOM_REMEDIES = (*_OOM_REMEDIES, "memory_growth", "cuda_malloc_async", "stale_process")
+_HANG_REMEDIES = (
+    "restart_kernel",
+    "smaller_work",
+    "update_driver",
+    "hide_integrated_gpu",
+    "tcc_mode",
+    "tdr_registry",
+)
+_CUDA_HANG_REMEDIES = (
+    "restart_kernel",
+    "smaller_work",
+    "tcc_mode",
+    "tdr_registry",
+    "update_driver",
+)
+
+RULES: tuple[Rule, ...] = (
+    # ---- out of memory, the commonest failure; corroborated forms first ----
+    Rule(
+        "oom.then_illegal_address",
+        Kind.OUT_OF_MEMORY,
+        "Out of GPU memory",
+        "The GPU ran out of memory, and the illegal memory access that followed is a "
+        "consequence of it, not a second bug.",
+        (
+            r"an illegal memory access was encountered",
+            r"CUDA_ERROR_ILLEGAL_ADDRESS",
+            r"cudaErrorIllegalAddress",
+        ),
+        ("restart_kernel", *_OOM_REMEDIES),
+        in_log=True,
+        corroboration=_MEMORY_EVIDENCE,
+        after=Kind.OUT_OF_MEMORY,
+    ),
+    Rule(
+        "oom.cudnn.init",
+        Kind.OUT_OF_MEMORY,
+        "Out of GPU memory (cuDNN could not start)",
+        "cuDNN could not get the memory it needs to start<< on {device}>>: the GPU's memory was "
+        "already taken.",
+        (
+            r"Failed to get convolution algorithm",
+            r"Could not create cudnn handle",
+            r"DNN library initialization failed",
+            r"Fail to find the dnn implementation",
+        ),
+        ("memory_growth", "smaller_batch", "free_memory", "stale_process", "cuda_malloc_async"),
+        in_log=True,
+        corroboration=_MEMORY_EVIDENCE,
+    ),
+    Rule(
+        "oom.tf.tensor",
+        Kind.OUT_OF_MEMORY,
+        "Out of GPU memory",
+        "TensorFlow could not allocate<< {requested_bytes}>><< for a {dtype} tensor of shape {shape}>>"
+        "<< on {device}>><< in {op}>>.",
+        (r"\bOOM when allocating tensor",),
+        _TF_OOM_REMEDIES,
+    ),
+    Rule(
+        "oom.tf.eager",
+        Kind.OUT_OF_MEMORY,
+        "Out of GPU memory",
+        "TensorFlow could not allocate memory<< for {op}>><< on {device}>>.",
+        (r"\bfailed to allocate memory\b",),
+        _TF_OOM_REMEDIES,
+    ),
+    Rule(
+        "oom.tf.dst_tensor",
+        Kind.OUT_OF_MEMORY,
+        "Out of GPU memory (copying to the GPU)",
+        'TensorFlow could not allocate GPU memory to copy a tensor<< to {device}>> ("Dst tensor is '
+        'not initialized" is how it reports this).',
+        (r"Dst tensor is not initialized",),
+        ("smaller_batch", "free_memory", "stale_process", "memory_growth"),
+    ),
+    Rule(
+        "oom.xla",
+        Kind.OUT_OF_MEMORY,
+        "Out of GPU memory (XLA)",
+        "XLA could not allocate memory<< ({requested_bytes})>> for the compiled step<< on {device}>>.",
+        (
+            r"Out of memory while trying to allocate",
+            r"RESOURCE_EXHAUSTED: Failed to allocate request for",
+        ),
+        (*_OOM_REMEDIES, "xla_off", "stale_process"),
+    ),
+    Rule(
+        "oom.torch",
+        Kind.OUT_OF_MEMORY,
+        "Out of GPU memory (PyTorch)",
+        "PyTorch could not allocate<< {requested_bytes} of>> GPU memory<< on {device}>><<: {free_bytes} was free>>.",
+        (
+            r"CUDA out of memory\. Tried to allocate",
+            r"CUDA error: out of memory",
+            r"MPS backend out of memory",
+        ),
+        (*_OOM_REMEDIES, "expandable_segments", "stale_process"),
+    ),
+    Rule(
+        "oom.hip",
+        Kind.OUT_OF_MEMORY,
+        "Out of GPU memory (ROCm)",
+        "The AMD GPU ran out of memory<< allocating {requested_bytes}>><< on {device}>>.",
+        (r"HIP out of memory", r"HIP_ERROR_OutOfMemory", r"hipErrorOutOfMemory"),
+        (*_OOM_REMEDIES, "stale_process"),
+        in_log=True,
+    ),
+    Rule(
+        "oom.cuda.driver",
+        Kind.OUT_OF_MEMORY,
+        "Out of GPU memory",
+        "The CUDA driver could not allocate<< {requested_bytes} of>> GPU memory<< on {device}>>.",
+        (r"CUDA_ERROR_OUT_OF_MEMORY", r"cudaErrorMemoryAllocation"),
+        (*_TF_OOM_REMEDIES,),
+        in_log=True,
+    ),
+    Rule(
+        "oom.cublas.alloc",
+        Kind.OUT_OF_MEMORY,
+        "Out of GPU memory (cuBLAS could not start)",
+        "cuBLAS could not get the memory it needs<< on {device}>>: the GPU's memory was already taken.",
+        (r"CUBLAS_STATUS_ALLOC_FAILED",),
+        ("memory_growth", "smaller_batch", "free_memory", "stale_process"),
+        in_log=True,
+    ),
+    Rule(
+        "oom.cudnn.alloc",
+        Kind.OUT_OF_MEMORY,
+        "Out of GPU memory (cuDNN)",
+        "cuDNN could not allocate its workspace<< on {device}>>.",
+        (r"CUDNN_STATUS_ALLOC_FAILED",),
+        ("memory_growth", "smaller_batch", "free_memory", "stale_process"),
+        in_log=True,
+    ),
+    Rule(
+        "oom.tf.bfc_log",
+        Kind.OUT_OF_MEMORY,
+        "Out of GPU memory",
+        "TensorFlow's allocator<< {allocator}>> ran out of memory<< allocating {requested_bytes}>>"
+        "<< for {op}>>.",
+        (r"ran out of memory trying to allocate(?!.*caller indicates that this is not a failure)",),
+        _TF_OOM_REMEDIES,
+        in_log=True,
+    ),
+    # ---- the GPU hung or timed out ----
+    Rule(
+        "hang.directml.device_hung",
+        Kind.HANG,
+        "The GPU timed out (device hung)",
+        "Windows reset the GPU because a piece of work ran longer than its timeout "
+        "(DXGI_ERROR_DEVICE_HUNG).",
+        (
+            r"DXGI_ERROR_DEVICE_HUNG",
+            r"(?i)\b0x887a0006\b",
+            r"GPU will not respond to more commands",
+        ),
+        _HANG_REMEDIES,
+        in_log=True,
+    ),
+    Rule(
+        "hang.directml.device_removed",
+        Kind.HANG,
+        "The GPU was reset (device removed)",
+        "Windows removed the GPU from this process, most often after a timeout<<: {code}>>.",
+        (
+            r"DXGI_ERROR_DEVICE_REMOVED",
+            r"DXGI_ERROR_DEVICE_RESET",
+            r"(?i)\b0x887a000[57]\b",
+            r"GPU device instance has been suspended",
+        ),
+        _HANG_REMEDIES,
+        in_log=True,
+    ),
+    Rule(
+        "hang.directml.unrecoverable",
+        Kind.HANG,
+        "The GPU stopped working (DirectML)",
+        "The DirectML device hit an unrecoverable error<< ({code})>>, most often a GPU timeout.",
+        (
+            r"DirectML device has encountered an unrecoverable error",
+            r"HRESULT failed with 0x887[aA]",
+        ),
+        _HANG_REMEDIES,
+        in_log=True,
+    ),
+    Rule(
+        "hang.cuda.launch_timeout",
+        Kind.HANG,
+        "The GPU timed out",
+        "A GPU kernel ran past the display driver's watchdog and was stopped (CUDA launch "
+        "timeout).",
+        (
+            r"CUDA_ERROR_LAUNCH_TIMEOUT",
+            r"cudaErrorLaunchTimeout",
+            r"the launch timed out and was terminated",
+        ),
+        _CUDA_HANG_REMEDIES,
+        in_log=True,
+    ),
+    Rule(
+        "hang.cuda.launch_failure",
+        Kind.HANG,
+        "A GPU kernel failed (unspecified launch failure)",
+        "A GPU kernel stopped abnormally: on a GPU that drives a display this is usually the "
+        "watchdog, otherwise a fault in the kernel.",
+        (
+            r"CUDA_ERROR_LAUNCH_FAILED",
+            r"cudaErrorLaunchFailure",
+            r"unspecified launch failure",
+        ),
+        (*_CUDA_HANG_REMEDIES[:3], "locate_fault", *_CUDA_HANG_REMEDIES[3:]),
+        in_log=True,
+    ),
+    Rule(
+        "hang.tf.event_status",
+        Kind.HANG,
+        "The GPU stopped responding",
+        "TensorFlow lost track of work it had queued on the GPU<< ({code})>>: the GPU stopped "
+        "responding or was reset.",
+        (r"Unexpected Event status", r"Error polling for event status"),
+        _CUDA_HANG_REMEDIES,
+        in_log=True,
+        cause_in_log=True,
+    ),
+    # ---- the GPU faulted ----
+    Rule(
+        "fault.cuda.illegal_address",
+        Kind.FAULT,
+        "GPU fault: illegal memory access",
+        "A GPU kernel read or wrote memory it does not own; the GPU context is now unusable.",
+        (
+            r"an illegal memory access was encountered",
+            r"CUDA_ERROR_ILLEGAL_ADDRESS",
+            r"cudaErrorIllegalAddress",
+        ),
+        ("restart_kernel", "locate_fault", "update_driver"),
+        in_log=True,
+    ),
+    Rule(
+        "fault.cuda.device_assert",
+        Kind.FAULT,
+        "GPU fault: device-side assert",
+        "A check inside a GPU kernel failed, most often an index out of range (a label at or "
+        "above the number of classes).",
+        (r"device-side assert triggered", r"cudaErrorAssert", r"CUDA_ERROR_ASSERT"),
+        ("check_labels", "locate_fault", "restart_kernel"),
+        in_log=True,
+    ),
+    Rule(
+        "fault.cuda.bad_kernel",
+        Kind.FAULT,
+        "GPU fault: invalid instruction or address",
+        "A GPU kernel executed an invalid instruction or a misaligned access<< ({code})>>.",
+        (
+            r"an illegal instruction was encountered",
+            r"CUDA_ERROR_ILLEGAL_INSTRUCTION",
+            r"misaligned address",
+            r"CUDA_ERROR_MISALIGNED_ADDRESS",
+            r"CUDA_ERROR_INVALID_PC",
+        ),
+        ("restart_kernel", "locate_fault", "update_driver"),
+        in_log=True,
+    ),
+    Rule(
+        "fault.ecc",
+        Kind.FAULT,
+        "GPU hardware error (ECC)",
+        "The GPU reported an uncorrectable memory (ECC) error: a hardware fault, not your code.",
+        (
+            r"(?i)uncorrectable ECC error",
+            r"CUDA_ERROR_ECC_UNCORRECTABLE",
+            r"cudaErrorECCUncorrectable",
+        ),
+        ("restart_kernel", "check_hardware"),
+        in_log=True,
+    ),
+    Rule(
+        "fault.xid",
+        Kind.FAULT,
+        "GPU driver error (Xid<< {xid}>>)",
+        "The NVIDIA driver reported Xid<< {xid}>>, an error of the GPU or the driver.",
+        (r"\bXid\b", r"GPU has fallen off the bus"),
+        ("restart_kernel", "check_hardware", "update_driver"),
+        in_log=True,
+    ),
+    # ---- the framework and the driver or libraries do not match ----
+    Rule(
+        "mismatch.cuda.driver_too_old",
+        Kind.MISMATCH,
+        "The NVIDIA driver is too old",
+        "The installed driver cannot run the CUDA runtime the framework uses.",
+        (
+            r"CUDA driver version is insufficient for CUDA runtime version",
+            r"cudaErrorInsufficientDriver",
+            r"The NVIDIA driver on your system is too old",
+            r"CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
+        ),
+        ("update_driver_for_cuda", "install_matching_libraries"),
+        in_log=True,
+    ),
+    Rule(
+        "mismatch.cudnn.version",
+        Kind.MISMATCH,
+        "cuDNN version mismatch",
+        "TensorFlow was compiled with cuDNN<< {expected_version}>> but loaded cuDNN<< {found_version}>>.",
+        (
+            r"Loaded runtime CuDNN library: \S+ (?:\(compatibility version \S+\) )?but source was compiled with",
+        ),
+        ("install_matching_libraries", "restart_kernel"),
+        in_log=True,
+    ),
+    Rule(
+        "mismatch.library.missing",
+        Kind.MISMATCH,
+        "A CUDA library is missing",
+        "The framework could not load<< {library}>>, so it cannot use the GPU.",
+        (
+            r"Could not load dynamic library '[^']*(?:cud|cublas|cufft|curand|cusolver|cusparse|nvinfer|nccl)",
+            r"lib(?:cudart|cublas|cublasLt|cudnn|cufft|curand|cusolver|cusparse|nvinfer|cuda)[\w.]*: cannot open shared object file",
+            r"(?:cudart|cublas|cudnn|cufft|curand|cusolver|cusparse)64_\d+\.dll not found",
+        ),
+        ("install_matching_libraries", "check_gpu_visible"),
+        in_log=True,
+        log_only_if=_GPU_WORDS,
+    ),
+    Rule(
+        "mismatch.cudnn.conv_algorithm",
+        Kind.MISMATCH,
+        "cuDNN failed to start",
+        "cuDNN failed to initialise, so no convolution algorithm could be chosen; the log lines "
+        "above it usually name the cause (a version mismatch, or memory).",
+        (
+            r"Failed to get convolution algorithm",
+            r"DNN library is not found",
+            r"DNN library initialization failed",
+            r"CUDNN_STATUS_NOT_INITIALIZED",
+            r"Could not create cudnn handle",
+            r"Fail to find the dnn implementation",
+        ),
+        ("memory_growth", "install_matching_libraries", "restart_kernel"),
+        in_log=True,
+        cause_in_log=True,
+    ),
+    Rule(
+        "mismatch.cuda.no_kernel_image",
+        Kind.MISMATCH,
+        "The framework was not built for this GPU",
+        "No code in the installed framework runs on this GPU's architecture.",
+        (
+            r"no kernel image is available for execution on the device",
+            r"CUDA_ERROR_NO_BINARY_FOR_GPU",
+            r"cudaErrorNoKernelImageForDevice",
+            r"is not compatible with the current PyTorch installation",
+        ),
+        ("match_gpu_architecture", "update_driver"),
+        in_log=True,
+    ),
+    Rule(
+        "mismatch.ptx",
+        Kind.MISMATCH,
+        "PTX compiler and driver do not match",
+        "XLA could not compile GPU code: the PTX<< {found_version}>> needs a newer driver or "
+        "ptxas<< (supported: {expected_version})>>.",
+        (
+            r"CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+            r"the provided PTX was compiled with an unsupported toolchain",
+            r"Couldn't (?:get|invoke) ptxas",
+            r"ptxas fatal",
+            r"Unsupported \.version \S+; current version is",
+            r"Can't find ptxas binary",
+        ),
+        ("ptx_toolchain", "update_driver_for_cuda"),
+        in_log=True,
+    ),
+    # ---- no GPU where the cell needs one ----
+    Rule(
+        "no_gpu.cuda.no_device",
+        Kind.NO_GPU,
+        "No GPU found",
+        "The framework found no usable GPU.",
+        (
+            r"CUDA_ERROR_NO_DEVICE",
+            r"no CUDA-capable device is detected",
+            r"cudaErrorNoDevice",
+            r"No CUDA GPUs are available",
+            r"Found no NVIDIA driver on your system",
+            r"Torch not compiled with CUDA enabled",
+            r"Unknown backend:? '?gpu'? requested",
+        ),
+        ("check_gpu_visible", "allow_cpu"),
+        in_log=True,
+    ),
+    Rule(
+        "no_gpu.tf.device_pinned",
+        Kind.NO_GPU,
+        "The cell asks for a GPU that is not there",
+        "The cell places work on a GPU<< ({device})>>, but TensorFlow sees none.",
+        (
+            r"Could not satisfy (?:explicit )?device specification '[^']*GPU:\d+'",
+            r"device:GPU:\d+ unknown device",
+            r"Cannot assign a device for operation .*GPU",
+        ),
+        ("check_gpu_visible", "allow_cpu"),
+        cause_in_log=True,
+    ),
+    Rule(
+        "no_gpu.tf.empty_device_list",
+        Kind.NO_GPU,
+        "No GPU found",
+        "tf.config.list_physical_devices('GPU') returned an empty list, so indexing it failed: "
+        "TensorFlow sees no GPU.",
+        (r"list index out of range",),
+        ("check_gpu_visible", "allow_cpu"),
+        types=("IndexError",),
+        in_source=(r"list_(?:physical|logical)_devices\(\s*['\"]GPU['\"]",),
+    ),
+    Rule(
+        "no_gpu.tf.no_cuda",
+        Kind.NO_GPU,
+        "TensorFlow cannot use a GPU",
+        "TensorFlow found no CUDA driver or libraries, so it runs on the CPU only.",
+        (
+            r"Could not find cuda drivers on your machine",
+            r"Cannot dlopen some GPU libraries",
+            r"failed call to cuInit",
+        ),
+        ("check_gpu_visible", "install_matching_libraries"),
+        in_log=True,
+        log_only_if=_GPU_WORDS,
+    ),
+    # ---- the data, not the GPU ----
+    Rule(
+        "data.incompatible_shapes",
+        Kind.DATA,
+        "Data error: shapes do not match",
+        "Two tensors of incompatible shapes<< ({shapes})>> met in one op<< ({op})>>; the GPU "
+        "is not involved.",
+        (
+            r"Incompatible shapes:",
+            r"Matrix size-incompatible",
+            r"Dimensions of inputs should match",
+            r"required broadcastable shapes",
+        ),
+        ("check_shapes",),
+    ),
+    Rule(
+        "data.dtype_mismatch",
+        Kind.DATA,
+        "Data error: dtypes do not match",
+        "A tensor is<< {found_dtype}>> where the op expects<< {expected_dtype}>>; the GPU is not "
+        "involved.",
+        (
+            r"expected to be a \w+ tensor but is a \w+ tensor",
+            r"has type \w+ that does not match (?:expected )?type",
+            r"Tensor conversion requested dtype \w+ for Tensor with dtype \w+",
+        ),
+        ("cast_dtype", "check_shapes"),
+    ),
+    Rule(
+        "data.keras_input",
+        Kind.DATA,
+        "Data error: input does not fit the model",
+        "The data's shape does not match the model's input<< (expected {shapes})>>; the GPU is "
+        "not involved.",
+        (
+            r"Input \d+ of layer .* is incompatible with the layer",
+            r"expected shape=\([^)]*\), found shape=",
+        ),
+        ("check_shapes",),
+    ),
+    Rule(
+        "data.logits_labels",
+        Kind.DATA,
+        "Data error: labels do not fit the output",
+        "The labels' shape<< {labels_shape}>> does not match the model's output<< {output_shape}>>; "
+        "the GPU is not involved.",
+        (
+            r"logits and labels must have the same first dimension",
+            r"logits and labels must be broadcastable",
+            r"Shapes \([^)]*\) and \([^)]*\) are incompatible",
+            r"Arguments `target` and `output` must have the same (?:rank|shape)",
+        ),
+        ("check_shapes",),
+    ),
+    Rule(
+        "data.label_out_of_range",
+        Kind.DATA,
+        "Data error: a label or index is out of range",
+        "A label or index<< ({label})>> is outside the valid range<< {valid_range}>>; the GPU is "
+        "not involved.",
+        (
+            r"Received a label value of -?\d+ which is outside the valid range",
+            r"indices\[[\d,]+\] = -?\d+ is not in \[",
+        ),
+        ("check_labels", "check_shapes"),
+    ),
+)

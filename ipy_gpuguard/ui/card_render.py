@@ -1,0 +1,196 @@
+"""The remediation card as text, escaped HTML and JSON: pure functions of a :class:`CardView`.
+
+The widget card shows the same HTML, plus buttons; a saved notebook, nbconvert and a terminal
+show these renderings; the lab extension reads the JSON. Everything that comes from the error
+(messages, op names) is escaped: an error message containing HTML shows as text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+from ..diagnosis import Diagnosis, Kind, Remedy
+from ..diagnosis.facts import FACT_LABELS, fact_text
+from ..reclaim import Reclaimed
+from ..telemetry.units import format_bytes
+from . import render
+from .view import PanelView
+
+#: The vendor MIME type of the card's data, for the lab extension.
+CARD_MIME = "application/vnd.ipy-gpuguard.card+json"
+CARD_DATA_VERSION = 1
+
+_KIND_COLOURS = {
+    Kind.OUT_OF_MEMORY: "#c62828",
+    Kind.HANG: "#ef6c00",
+    Kind.FAULT: "#c62828",
+    Kind.MISMATCH: "#6a1b9a",
+    Kind.NO_GPU: "#455a64",
+    Kind.DATA: "#1565c0",
+    Kind.UNKNOWN: "#616161",
+}
+
+
+@dataclass(frozen=True)
+class CardView:
+    """What one card shows: the diagnosis, what freeing memory did, the run's memory chart.
+
+    ``notes`` are consequences the person should know about (``%debug`` after freeing).
+    """
+
+    diagnosis: Diagnosis
+    reclaimed: Reclaimed | None = None
+    panel: PanelView | None = None
+    notes: tuple[str, ...] = ()
+
+
+def facts_rows(diagnosis: Diagnosis) -> list[tuple[str, str]]:
+    """``(label, value)`` for each known fact, in the catalog's order."""
+    ordered = [name for name in FACT_LABELS if name in diagnosis.facts]
+    ordered += [name for name in diagnosis.facts if name not in FACT_LABELS]
+    return [(FACT_LABELS.get(name, name), fact_text(diagnosis.facts, name)) for name in ordered]
+
+
+def reclaimed_text(reclaimed: Reclaimed) -> str:
+    """What freeing did, in one sentence."""
+    freed, held = reclaimed.freed_bytes, reclaimed.held_bytes
+    if freed is None:
+        return (
+            f"Cleared {reclaimed.frames_cleared} frames of the failed call and collected garbage; "
+            "no framework allocator to measure what came back."
+        )
+    text = f"Freed {format_bytes(freed)}"
+    if held is None:
+        return text + "."
+    if held == 0:
+        return text + ": the allocator is back where it was before the cell."
+    return (
+        text + f"; the allocator still holds {format_bytes(held)} more than before the cell "
+        "(variables of the notebook, or memory the framework keeps): a retry in this kernel may "
+        "fail again, a kernel restart frees it all."
+    )
+
+
+def card_text(card: CardView) -> str:
+    diagnosis = card.diagnosis
+    lines = [f"ipy_gpuguard · {diagnosis.title} [{diagnosis.rule_id}]", diagnosis.summary]
+    rows = facts_rows(diagnosis)
+    width = max((len(label) for label, _ in rows), default=0)
+    lines += [f"  {label:<{width}}  {value}" for label, value in rows]
+    lines += [f"  · {line}" for line in diagnosis.evidence]
+    if card.reclaimed is not None:
+        lines.append(reclaimed_text(card.reclaimed))
+    lines += list(card.notes)
+    if diagnosis.remedies:
+        lines.append("What to do:")
+    for number, remedy in enumerate(diagnosis.remedies, 1):
+        lines.append(f"  {number}. {remedy.title}: {remedy.why}")
+        lines += [f"     - {step}" for step in remedy.steps]
+        if remedy.note:
+            lines.append(f"     ({remedy.note})")
+    return "\n".join(lines)
+
+
+def card_header_html(card: CardView) -> str:
+    """Title, sentence, facts, evidence and chart: the part of the card that is not buttons."""
+    diagnosis = card.diagnosis
+    colour = _KIND_COLOURS[diagnosis.kind]
+    rows = "".join(
+        f'<tr><td style="color:#666;padding-right:1em">{escape(label)}</td>'
+        f"<td><code>{escape(value)}</code></td></tr>"
+        for label, value in facts_rows(diagnosis)
+    )
+    evidence = "".join(f"<li>{escape(line)}</li>" for line in diagnosis.evidence)
+    notes = "".join(f"<div>{escape(note)}</div>" for note in card.notes)
+    return (
+        f'<div style="border-left:4px solid {colour};padding-left:8px">'
+        f'<div style="font-weight:bold;color:{colour}">{escape(diagnosis.title)} '
+        f'<span style="font-weight:normal;color:#888;font-size:smaller">{escape(diagnosis.rule_id)}</span></div>'
+        f"<div>{escape(diagnosis.summary)}</div>"
+        f"{f'<table>{rows}</table>' if rows else ''}"
+        f"{f'<ul>{evidence}</ul>' if evidence else ''}"
+        f"{_chart_html(card)}{notes}</div>"
+    )
+
+
+def reclaimed_html(card: CardView) -> str:
+    return "" if card.reclaimed is None else f"<div>{escape(reclaimed_text(card.reclaimed))}</div>"
+
+
+def remedies_html(remedies: tuple[Remedy, ...]) -> str:
+    """Each remedy folded: its title shows, a click opens why and the steps (no kernel needed)."""
+    return "".join(_remedy_html(number, remedy) for number, remedy in enumerate(remedies, 1))
+
+
+def card_html(card: CardView) -> str:
+    """The whole card as static HTML."""
+    remedies = remedies_html(card.diagnosis.remedies)
+    return (
+        '<div class="ipy-gpuguard-card" style="font-size:13px">'
+        f"{card_header_html(card)}{reclaimed_html(card)}"
+        f"{f'<div><b>What to do</b></div>{remedies}' if remedies else ''}</div>"
+    )
+
+
+def card_data(card: CardView) -> dict[str, Any]:
+    """The card's data for machines (the lab extension): stable keys, bytes as integers."""
+    diagnosis = card.diagnosis
+    reclaimed = card.reclaimed
+    return {
+        "version": CARD_DATA_VERSION,
+        "rule_id": diagnosis.rule_id,
+        "kind": diagnosis.kind.value,
+        "title": diagnosis.title,
+        "summary": diagnosis.summary,
+        "error_type": diagnosis.error_type,
+        "matched": diagnosis.matched,
+        "facts": {
+            name: list(value) if isinstance(value, tuple) else value
+            for name, value in diagnosis.facts.items()
+        },
+        "evidence": list(diagnosis.evidence),
+        "remedies": [
+            {
+                "id": remedy.id,
+                "title": remedy.title,
+                "why": remedy.why,
+                "steps": list(remedy.steps),
+                "action": remedy.action,
+                "note": remedy.note,
+                "links": [{"label": label, "url": url} for label, url in remedy.links],
+            }
+            for remedy in diagnosis.remedies
+        ],
+        "reclaimed": None
+        if reclaimed is None
+        else {
+            "freed_bytes": reclaimed.freed_bytes,
+            "held_bytes": reclaimed.held_bytes,
+            "frames_cleared": reclaimed.frames_cleared,
+        },
+        "notes": list(card.notes),
+    }
+
+
+def _remedy_html(number: int, remedy: Remedy) -> str:
+    steps = "".join(f"<li>{escape(step)}</li>" for step in remedy.steps)
+    links = " · ".join(
+        f'<a href="{escape(url)}" target="_blank" rel="noopener">{escape(label)}</a>'
+        for label, url in remedy.links
+    )
+    note = f'<div style="color:#b26a00">{escape(remedy.note)}</div>' if remedy.note else ""
+    return (
+        f"<details><summary>{number}. {escape(remedy.title)}</summary>"
+        f'<div style="margin-left:1.5em"><div>{escape(remedy.why)}</div>'
+        f"{f'<ol>{steps}</ol>' if steps else ''}{note}{f'<div>{links}</div>' if links else ''}"
+        "</div></details>"
+    )
+
+
+def _chart_html(card: CardView) -> str:
+    panel = card.panel
+    if panel is None:
+        return ""
+    return "".join(render.memory_chart_svg(panel, info) for info in panel.devices)
