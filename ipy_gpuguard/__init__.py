@@ -6,11 +6,29 @@ cheap: no framework, no NVML and no widget library is imported until a guarded c
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 
-__all__ = ["__version__", "load_ipython_extension", "unload_ipython_extension"]
+__all__ = [
+    "Diagnosis",
+    "__version__",
+    "diagnose",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+]
+
+if TYPE_CHECKING:
+    from .diagnosis import Diagnosis, diagnose
+
+
+def __getattr__(name: str) -> Any:
+    """``ipy_gpuguard.diagnose`` and ``Diagnosis``, imported when first used."""
+    if name in ("diagnose", "Diagnosis"):
+        from . import diagnosis
+
+        return getattr(diagnosis, name)
+    raise AttributeError(f"module 'ipy_gpuguard' has no attribute {name!r}")
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -18,9 +18,11 @@ from typing import Any, TypeVar
 from IPython.core import magic_arguments
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.display import display
 
 from .options import GuardOptions, check_interval, parse_device_list
 from .session import GuardSession
+from .ui.history import HistoryTable
 
 T = TypeVar("T")
 
@@ -74,23 +76,31 @@ class GPUGuardMagics(Magics):
         "command",
         nargs="?",
         default="status",
-        choices=["status", "simulate"],
-        help="status: telemetry, devices and settings; simulate: simulated GPUs when none is found",
+        choices=["status", "simulate", "history"],
+        help=(
+            "status: telemetry, devices and settings; simulate: simulated GPUs when none is "
+            "found; history: the recent incidents"
+        ),
     )
     @magic_arguments.argument(
-        "value", nargs="?", help="for simulate: sizes like 8GiB or 8GiB,16GiB, or off"
+        "value",
+        nargs="?",
+        help="for simulate: sizes like 8GiB or 8GiB,16GiB, or off; for history: how many (10)",
     )
     @line_magic("gpuguard")  # type: ignore[arg-type]  # IPython types the named form as a union
     def gpuguard_line(self, line: str) -> None:
         """Inspect and set up the GPU guard.
 
         ``%gpuguard status`` shows the telemetry source, the devices and the settings;
-        ``%gpuguard simulate 8GiB`` shows simulated GPUs where NVML finds none (``off`` to stop).
+        ``%gpuguard simulate 8GiB`` shows simulated GPUs where NVML finds none (``off`` to stop);
+        ``%gpuguard history [N]`` shows the last N incidents (failures the guard diagnosed).
         Defaults are set with ``%config GPUGuard``.
         """
         args = _parse(self.gpuguard_line, line, "%gpuguard")
         if args.command == "simulate":
             print(self._simulate(args.value))
+        elif args.command == "history":
+            display(self._history(args.value))
         else:
             if args.value is not None:
                 raise UsageError(f"%gpuguard status takes no value, not {args.value!r}")
@@ -130,6 +140,15 @@ class GPUGuardMagics(Magics):
         error = getattr(result, "error_in_exec", None)
         if finished is not None and error is not None:
             _guard_failure_in_one_line("diagnose", lambda: self.session.remediate(finished, error))
+
+    def _history(self, value: str | None) -> HistoryTable:
+        count = 10 if value is None else _positive_count(value)
+        log = self.session.incident_log
+        if log is None:
+            raise UsageError(
+                "%gpuguard history: the incident log is off (%config GPUGuard.incident_log = '')"
+            )
+        return HistoryTable(log.recent(count), str(log.path))
 
     def _simulate(self, value: str | None) -> str:
         if value is None:
@@ -175,6 +194,12 @@ def guard_line(cell: str) -> str | None:
     first = next((line for line in cell.splitlines() if line.strip()), "")
     match = _GUARD_LINE.match(first)
     return None if match is None else (match.group("options") or "")
+
+
+def _positive_count(value: str) -> int:
+    if not value.isdigit() or int(value) == 0:
+        raise UsageError(f"%gpuguard history takes a number of incidents like 20, not {value!r}")
+    return int(value)
 
 
 def _parse(magic: Any, line: str, name: str) -> Any:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 
 import pytest
@@ -10,6 +11,8 @@ from IPython.core.interactiveshell import InteractiveShell
 # allocation at once where oneDNN's retries it for about 10 s (see DESIGN.md).
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+# The incident log's default lives in the Jupyter data directory: not the developer's own.
+os.environ["JUPYTER_DATA_DIR"] = tempfile.mkdtemp(prefix="ipy_gpuguard-tests-")
 
 
 def guard_threads() -> list[str]:

@@ -7,7 +7,7 @@ warning TensorFlow logs at import never outranks the error the cell raised.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from ..telemetry.units import format_bytes
@@ -16,7 +16,7 @@ from .context import Context, DeviceMemory
 from .evidence import memory_evidence
 from .facts import extract_facts, fill
 from .model import Diagnosis, FactValue, Kind, Remedy
-from .remedies import NEEDS_FRESH_PROCESS, REMEDIES, RESTART_NOTE
+from .remedies import GPU_ONLY_REMEDIES, NEEDS_FRESH_PROCESS, REMEDIES, RESTART_NOTE
 from .report import ErrorLink, ErrorReport, report_from_exception, report_from_text
 from .rules import PLAIN_PYTHON_TYPES, RULES, Rule, first_match
 
@@ -58,7 +58,7 @@ def diagnose(error: BaseException | str, context: Context | None = None) -> Diag
     return Diagnosis(
         rule_id=rule.id,
         kind=rule.kind,
-        title=fill(rule.title, facts),
+        title=fill(rule.title, {**facts, "memory_of": "CPU" if _on_cpu(facts) else "GPU"}),
         summary=fill(rule.summary, facts),
         facts=facts,
         remedies=_remedies(rule, facts, context),
@@ -153,13 +153,21 @@ def _settings_evidence(rule: Rule, context: Context) -> list[str]:
 
 def _remedies(rule: Rule, facts: dict[str, FactValue], context: Context) -> tuple[Remedy, ...]:
     fields = {**facts, **_template_fields(facts, context)}
-    order = list(rule.remedies)
+    order = [
+        remedy for remedy in rule.remedies if not (_on_cpu(facts) and remedy in GPU_ONLY_REMEDIES)
+    ]
     if "other_processes" in fields and "stale_process" in order:
         order.remove("stale_process")
         order.insert(0, "stale_process")  # nothing else helps while another process holds it
     if rule.kind is Kind.OUT_OF_MEMORY and context.xla and "xla_off" not in order:
         order.append("xla_off")
     return tuple(_resolved(REMEDIES[remedy_id], fields, context) for remedy_id in order)
+
+
+def _on_cpu(facts: Mapping[str, FactValue]) -> bool:
+    """The failure was on the CPU (a simulated GPU's demo, or a CPU-only run)."""
+    device = facts.get("device")
+    return isinstance(device, str) and device.startswith("CPU")
 
 
 def _resolved(remedy: Remedy, fields: dict[str, FactValue], context: Context) -> Remedy:

@@ -39,12 +39,16 @@ FACT_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"OOM when allocating tensor (?:with|of) shape\s*\[(?P<shape>[\d,\s]*)\] and type (?P<dtype>\w+)",
         r"Shape: (?P<dtype>[a-z]+\d*)\[(?P<shape>[\d,]*)\]",
         r"rounded to (?P<requested_bytes>\d+)\)",
+        r"allocate(?: request for)? [\d.]+\s*[KMGT]?i?B? \((?P<requested_bytes>\d+)(?: bytes|B)\)",
         r"(?:failed to allocate|trying to allocate|Tried to allocate|Failed to allocate request for)\s+(?P<requested_bytes>"
         + _SIZE
         + r")",
         r"Allocation of (?P<requested_bytes>\d+) exceeds",
         r"by allocator (?P<allocator>[\w.]+)",
+        r"Allocator \((?P<allocator>(?P<device>(?:GPU|CPU)_\d+)_bfc)\) ran out of memory",
+        r"Allocator \((?P<allocator>(?P<device>bfc_cpu)_allocator\w*)\) ran out of memory",
         r"Allocator \((?P<allocator>\w+)\) ran out of memory",
+        r"(?P<device>cpu)_allocator_impl\.cc:\d+\] Allocation of (?P<requested_bytes>\d+) exceeds",
         r"(?P<total_bytes>" + _SIZE + r") total capacity",
         r"total capac(?:i)?ty of (?P<total_bytes>" + _SIZE + r")",
         r"(?P<free_bytes>" + _SIZE + r") free;",
@@ -133,7 +137,7 @@ def _read(name: str, raw: str) -> FactValue | None:
     if name == "shape":
         return tuple(int(part) for part in raw.split(",") if part.strip())
     if name == "device":
-        return f"GPU:{raw}" if raw.isdigit() else raw
+        return _device(raw)
     if name == "op" and _GENERIC_OPS.match(raw):
         return None  # keep looking for the node that really asked for the memory
     if name in ("xid", "label"):
@@ -153,6 +157,15 @@ _DXGI_ERRORS = {
 }
 
 
+def _device(raw: str) -> str:
+    """``GPU:0`` from TensorFlow's ``GPU:0``, PyTorch's ``0``, an allocator's ``GPU_0``, ``cpu``."""
+    if raw.isdigit():
+        return f"GPU:{raw}"
+    if raw.lower() in ("cpu", "bfc_cpu"):
+        return "CPU:0"
+    return raw.replace("_", ":", 1) if re.fullmatch(r"(?:GPU|CPU)_\d+", raw) else raw
+
+
 def _hresult(raw: str) -> str:
     code = raw.upper().removeprefix("0X")
     name = _DXGI_ERRORS.get(code)
@@ -167,8 +180,10 @@ def _derive(facts: dict[str, FactValue]) -> None:
         if requested is not None:
             facts["requested_bytes"] = requested
     op = facts.get("op")
-    if isinstance(op, str) and op.count("/") >= 2 and "layer" not in facts:
-        facts["layer"] = op.split("/")[-2]  # model/layer/Op: Keras names a layer's scope
+    if isinstance(op, str) and "layer" not in facts:
+        scopes = [part for part in op.split("/") if not _GENERIC_OPS.match(part)]
+        if len(scopes) >= 3:
+            facts["layer"] = scopes[1]  # model/layer/.../Op: Keras names the scopes so
 
 
 #: How the card names each fact, in the order it lists them.

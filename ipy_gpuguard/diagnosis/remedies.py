@@ -270,6 +270,11 @@ _CATALOG = (
 
 REMEDIES: dict[str, Remedy] = {remedy.id: remedy for remedy in _CATALOG}
 
+#: Remedies about GPU memory settings and GPU sharing: left out when the failure was on the CPU.
+GPU_ONLY_REMEDIES = frozenset(
+    {"memory_growth", "cuda_malloc_async", "stale_process", "expandable_segments", "tcc_mode"}
+)
+
 #: Remedies that only work in a process where TensorFlow has not yet initialised the GPU.
 NEEDS_FRESH_PROCESS = frozenset({"memory_growth", "cuda_malloc_async", "expandable_segments"})
 RESTART_NOTE = _RESTART

@@ -100,6 +100,7 @@ def report_from_text(text: str, log_lines: Iterable[str] = ()) -> ErrorReport:
     return ErrorReport(
         links,
         (*native, *log_lines),
+        source_lines=tuple(rest.splitlines()),  # a pasted traceback's code lines are in it
         through_framework=bool(native) or bool(_FRAMEWORK_PATH.search(rest)),
     )
 

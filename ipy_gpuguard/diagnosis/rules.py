@@ -143,7 +143,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "oom.then_illegal_address",
         Kind.OUT_OF_MEMORY,
-        "Out of GPU memory",
+        "Out of {memory_of} memory",
         "The GPU ran out of memory, and the illegal memory access that followed is a "
         "consequence of it, not a second bug.",
         (
@@ -159,7 +159,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "oom.cudnn.init",
         Kind.OUT_OF_MEMORY,
-        "Out of GPU memory (cuDNN could not start)",
+        "Out of {memory_of} memory (cuDNN could not start)",
         "cuDNN could not get the memory it needs to start<< on {device}>>: the GPU's memory was "
         "already taken.",
         (
@@ -175,7 +175,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "oom.tf.tensor",
         Kind.OUT_OF_MEMORY,
-        "Out of GPU memory",
+        "Out of {memory_of} memory",
         "TensorFlow could not allocate<< {requested_bytes}>><< for a {dtype} tensor of shape {shape}>>"
         "<< on {device}>><< in {op}>>.",
         (r"\bOOM when allocating tensor",),
@@ -184,7 +184,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "oom.tf.eager",
         Kind.OUT_OF_MEMORY,
-        "Out of GPU memory",
+        "Out of {memory_of} memory",
         "TensorFlow could not allocate memory<< for {op}>><< on {device}>>.",
         (r"\bfailed to allocate memory\b",),
         _TF_OOM_REMEDIES,
@@ -192,7 +192,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "oom.tf.dst_tensor",
         Kind.OUT_OF_MEMORY,
-        "Out of GPU memory (copying to the GPU)",
+        "Out of {memory_of} memory (copying to the GPU)",
         'TensorFlow could not allocate GPU memory to copy a tensor<< to {device}>> ("Dst tensor is '
         'not initialized" is how it reports this).',
         (r"Dst tensor is not initialized",),
@@ -201,7 +201,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "oom.xla",
         Kind.OUT_OF_MEMORY,
-        "Out of GPU memory (XLA)",
+        "Out of {memory_of} memory (XLA)",
         "XLA could not allocate memory<< ({requested_bytes})>> for the compiled step<< on {device}>>.",
         (
             r"Out of memory while trying to allocate",
@@ -212,7 +212,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "oom.torch",
         Kind.OUT_OF_MEMORY,
-        "Out of GPU memory (PyTorch)",
+        "Out of {memory_of} memory (PyTorch)",
         "PyTorch could not allocate<< {requested_bytes} of>> GPU memory<< on {device}>><<: {free_bytes} was free>>.",
         (
             r"CUDA out of memory\. Tried to allocate",
@@ -224,7 +224,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "oom.hip",
         Kind.OUT_OF_MEMORY,
-        "Out of GPU memory (ROCm)",
+        "Out of {memory_of} memory (ROCm)",
         "The AMD GPU ran out of memory<< allocating {requested_bytes}>><< on {device}>>.",
         (r"HIP out of memory", r"HIP_ERROR_OutOfMemory", r"hipErrorOutOfMemory"),
         (*_OOM_REMEDIES, "stale_process"),
@@ -233,7 +233,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "oom.cuda.driver",
         Kind.OUT_OF_MEMORY,
-        "Out of GPU memory",
+        "Out of {memory_of} memory",
         "The CUDA driver could not allocate<< {requested_bytes} of>> GPU memory<< on {device}>>.",
         (r"CUDA_ERROR_OUT_OF_MEMORY", r"cudaErrorMemoryAllocation"),
         (*_TF_OOM_REMEDIES,),
@@ -242,7 +242,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "oom.cublas.alloc",
         Kind.OUT_OF_MEMORY,
-        "Out of GPU memory (cuBLAS could not start)",
+        "Out of {memory_of} memory (cuBLAS could not start)",
         "cuBLAS could not get the memory it needs<< on {device}>>: the GPU's memory was already taken.",
         (r"CUBLAS_STATUS_ALLOC_FAILED",),
         ("memory_growth", "smaller_batch", "free_memory", "stale_process"),
@@ -251,7 +251,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "oom.cudnn.alloc",
         Kind.OUT_OF_MEMORY,
-        "Out of GPU memory (cuDNN)",
+        "Out of {memory_of} memory (cuDNN)",
         "cuDNN could not allocate its workspace<< on {device}>>.",
         (r"CUDNN_STATUS_ALLOC_FAILED",),
         ("memory_growth", "smaller_batch", "free_memory", "stale_process"),
@@ -260,7 +260,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "oom.tf.bfc_log",
         Kind.OUT_OF_MEMORY,
-        "Out of GPU memory",
+        "Out of {memory_of} memory",
         "TensorFlow's allocator<< {allocator}>> ran out of memory<< allocating {requested_bytes}>>"
         "<< for {op}>>.",
         (r"ran out of memory trying to allocate(?!.*caller indicates that this is not a failure)",),
@@ -537,7 +537,12 @@ RULES: tuple[Rule, ...] = (
         (r"list index out of range",),
         ("check_gpu_visible", "allow_cpu"),
         types=("IndexError",),
-        in_source=(r"list_(?:physical|logical)_devices\(\s*['\"]GPU['\"]",),
+        in_source=(
+            r"list_(?:physical|logical)_devices\(\s*['\"]GPU['\"]",
+            r"set_memory_growth\(",
+            r"set_visible_devices\(",
+            r"set_(?:logical|virtual)_device_configuration\(",
+        ),
     ),
     Rule(
         "no_gpu.tf.no_cuda",

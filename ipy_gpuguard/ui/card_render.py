@@ -21,6 +21,8 @@ from .view import PanelView
 #: The vendor MIME type of the card's data, for the lab extension.
 CARD_MIME = "application/vnd.ipy-gpuguard.card+json"
 CARD_DATA_VERSION = 1
+#: Remedies spelled out in the text card, the most likely first; the rest are named.
+TEXT_REMEDIES = 3
 
 _KIND_COLOURS = {
     Kind.OUT_OF_MEMORY: "#c62828",
@@ -85,11 +87,15 @@ def card_text(card: CardView) -> str:
     lines += list(card.notes)
     if diagnosis.remedies:
         lines.append("What to do:")
-    for number, remedy in enumerate(diagnosis.remedies, 1):
+    shown = diagnosis.remedies[:TEXT_REMEDIES]
+    for number, remedy in enumerate(shown, 1):
         lines.append(f"  {number}. {remedy.title}: {remedy.why}")
         lines += [f"     - {step}" for step in remedy.steps]
         if remedy.note:
             lines.append(f"     ({remedy.note})")
+    more = diagnosis.remedies[TEXT_REMEDIES:]
+    if more:
+        lines.append("  Also: " + "; ".join(remedy.title for remedy in more) + ".")
     return "\n".join(lines)
 
 

@@ -1,0 +1,187 @@
+"""``diagnose`` on raised exceptions: the chain, type names, notes, the log, the context."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+import tensorflow as tf
+
+from ipy_gpuguard import diagnose
+from ipy_gpuguard.diagnosis import Context, DeviceMemory, Kind
+
+OOM = (
+    "OOM when allocating tensor with shape[256,1024,1024] and type half on "
+    "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc\n"
+    "\t [[{{node model/dense_3/MatMul}}]]"
+)
+GIB = 1024**3
+
+
+def raised(make):
+    try:
+        make()
+    except BaseException as error:
+        return error
+    raise AssertionError("nothing raised")
+
+
+def test_a_real_tensorflow_oom_error_gives_its_facts():
+    error = tf.errors.ResourceExhaustedError(None, None, OOM)
+    diagnosis = diagnose(error, Context())
+    assert diagnosis.rule_id == "oom.tf.tensor"
+    assert diagnosis.error_type == "tensorflow.python.framework.errors_impl.ResourceExhaustedError"
+    assert diagnosis.facts["shape"] == (256, 1024, 1024)
+    assert diagnosis.facts["dtype"] == "half"
+    assert diagnosis.facts["requested_bytes"] == 256 * 1024 * 1024 * 2  # from shape and dtype
+    assert diagnosis.facts["device"] == "GPU:0"
+    assert diagnosis.facts["allocator"] == "GPU_0_bfc"
+    assert diagnosis.facts["layer"] == "dense_3"
+    assert "512 MiB" in diagnosis.summary and "[256, 1024, 1024]" in diagnosis.summary
+
+
+def test_the_cause_of_a_wrapping_error_is_read():
+    def train():
+        try:
+            raise tf.errors.ResourceExhaustedError(None, None, OOM)
+        except tf.errors.ResourceExhaustedError as oom:
+            raise RuntimeError("training step 12 failed") from oom
+
+    diagnosis = diagnose(raised(train), Context())
+    assert diagnosis.rule_id == "oom.tf.tensor"
+    assert diagnosis.error_type == "builtins.RuntimeError" or diagnosis.error_type == "RuntimeError"
+
+
+def test_notes_are_read():
+    def fail():
+        error = RuntimeError("step failed")
+        error.add_note("CUDA error: the launch timed out and was terminated")
+        raise error
+
+    assert diagnose(raised(fail), Context()).rule_id == "hang.cuda.launch_timeout"
+
+
+def test_a_framework_type_is_known_by_its_qualified_name_without_importing_it():
+    out_of_memory = type("OutOfMemoryError", (RuntimeError,), {"__module__": "torch"})
+    error = out_of_memory(
+        "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 1; 7.79 GiB total capacity; "
+        "5.12 GiB already allocated; 1.50 GiB free; 5.30 GiB reserved in total by PyTorch)"
+    )
+    diagnosis = diagnose(error, Context())
+    assert diagnosis.rule_id == "oom.torch"
+    assert diagnosis.facts["device"] == "GPU:1"
+    assert diagnosis.facts["free_bytes"] == int(1.5 * GIB)
+    assert "torch.OutOfMemoryError" in diagnosis.error_type
+
+
+def test_a_name_error_is_never_a_gpu_failure_even_with_gpu_words_and_logs():
+    error = raised(lambda: eval("CUDA_ERROR_OUT_OF_MEMORY"))
+    context = Context(
+        log_lines=(
+            "W bfc_allocator.cc:479] Allocator (GPU_0_bfc) ran out of memory trying to allocate 2.00GiB",
+        )
+    )
+    diagnosis = diagnose(error, context)
+    assert diagnosis.kind is Kind.UNKNOWN
+    assert diagnosis.rule_id == "unknown"
+
+
+def test_keyboard_interrupt_is_not_diagnosed():
+    assert diagnose(KeyboardInterrupt(), Context()).kind is Kind.UNKNOWN
+
+
+def test_the_native_log_explains_a_generic_framework_error():
+    error = tf.errors.InternalError(None, None, "Failed to create session.")
+    log = (
+        "2019-03-02 16:11:14.118217: E tensorflow/stream_executor/cuda/cuda_driver.cc:806] "
+        "failed to allocate 3.80G (4079353856 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory",
+    )
+    assert diagnose(error, Context()).kind is Kind.UNKNOWN
+    diagnosis = diagnose(error, Context(log_lines=log))
+    assert diagnosis.rule_id == "oom.cuda.driver"
+    assert diagnosis.facts["requested_bytes"] == 4079353856
+    assert diagnosis.matched.endswith("CUDA_ERROR_OUT_OF_MEMORY: out of memory")
+
+
+def test_a_warning_at_import_does_not_outrank_the_error_itself():
+    error = tf.errors.InvalidArgumentError(None, None, "Incompatible shapes: [32,10] vs. [32,1]")
+    log = (
+        "I tensorflow/tsl/cuda/cudart_stub.cc:28] Could not find cuda drivers on your machine, GPU will not be used.",
+    )
+    assert diagnose(error, Context(log_lines=log)).rule_id == "data.incompatible_shapes"
+
+
+def test_an_illegal_address_right_after_an_oom_is_its_consequence():
+    error = RuntimeError("CUDA error: an illegal memory access was encountered")
+    assert diagnose(error, Context()).rule_id == "fault.cuda.illegal_address"
+    after = diagnose(error, Context(previous_kind=Kind.OUT_OF_MEMORY))
+    assert after.rule_id == "oom.then_illegal_address"
+    assert after.remedies[0].id == "restart_kernel"
+
+
+def test_an_empty_gpu_list_is_recognised_from_the_failing_line():
+    def cell():
+        gpus = []
+        tf.config.experimental.set_memory_growth(gpus[0], True)
+
+    assert diagnose(raised(cell), Context()).rule_id == "no_gpu.tf.empty_device_list"
+    assert diagnose(raised(lambda: [][0]), Context()).kind is Kind.UNKNOWN
+
+
+def test_memory_evidence_and_the_batch_estimate():
+    error = tf.errors.ResourceExhaustedError(None, None, OOM)
+    device = DeviceMemory(
+        0, "Tesla T4", 16 * GIB, peak_used_bytes=15 * GIB, peak_allocator_bytes=14 * GIB
+    )
+    diagnosis = diagnose(error, Context(devices=(device,)))
+    # 16 GiB × 0.9 usable over 14 GiB in use + 0.5 GiB asked for
+    assert diagnosis.facts["fit_fraction"] == pytest.approx(16 * 0.9 / 14.5, abs=1e-3)
+    assert any("peak 15.0 GiB of 16.0 GiB (94%)" in line for line in diagnosis.evidence)
+    assert any("allocator peaked at 14.0 GiB" in line for line in diagnosis.evidence)
+    steps = next(remedy for remedy in diagnosis.remedies if remedy.id == "smaller_batch").steps
+    assert "about 99% of the current batch" in steps[0]
+
+
+def test_another_process_holding_the_gpu_comes_first():
+    error = tf.errors.ResourceExhaustedError(None, None, OOM)
+    device = DeviceMemory(0, "Tesla T4", 16 * GIB, other_processes=((4242, 12 * GIB),))
+    diagnosis = diagnose(error, Context(devices=(device,)))
+    assert diagnosis.remedies[0].id == "stale_process"
+    assert "pid 4242 holds 12.0 GiB on GPU 0" in diagnosis.remedies[0].steps[0]
+
+
+def test_settings_that_need_a_fresh_kernel_say_so():
+    error = tf.errors.ResourceExhaustedError(None, None, OOM)
+    growth = {r.id: r for r in diagnose(error, Context(gpu_initialised=True)).remedies}[
+        "memory_growth"
+    ]
+    assert "kernel restart" in growth.note
+    fresh = {r.id: r for r in diagnose(error, Context(gpu_initialised=False)).remedies}[
+        "memory_growth"
+    ]
+    assert fresh.note == ""
+
+
+def test_a_cpu_failure_offers_no_gpu_settings():
+    error = tf.errors.ResourceExhaustedError(None, None, OOM.replace("GPU:0", "CPU:0"))
+    diagnosis = diagnose(error, Context())
+    assert diagnosis.title == "Out of CPU memory"
+    assert {"memory_growth", "cuda_malloc_async", "stale_process"}.isdisjoint(
+        remedy.id for remedy in diagnosis.remedies
+    )
+
+
+def test_mismatch_remedies_name_the_versions_tensorflow_was_built_for():
+    text = textwrap.dedent(
+        """\
+        E tensorflow/stream_executor/cuda/cuda_dnn.cc:362] Loaded runtime CuDNN library: 8.0.4 but source was compiled with: 8.1.0.  CuDNN library needs to have matching major version and equal or higher minor version.
+        UnknownError: Failed to get convolution algorithm. This is probably because cuDNN failed to initialize
+        """
+    )
+    diagnosis = diagnose(text, Context(tensorflow_version="2.10.1"))
+    assert diagnosis.rule_id == "mismatch.cudnn.version"
+    assert diagnosis.facts["found_version"] == "8.0.4"
+    assert diagnosis.facts["expected_version"] == "8.1.0"
+    install = diagnosis.remedies[0]
+    assert install.id == "install_matching_libraries"
+    assert "TensorFlow 2.10.1 was built with CUDA 11.2 and cuDNN 8.1." in install.steps[0]

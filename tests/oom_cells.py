@@ -1,0 +1,30 @@
+"""Cells that fail with a real TensorFlow out-of-memory error on CPU (see DESIGN.md).
+
+A layer asks for ``[batch - limit, 2**30]`` random floats: nothing below ``limit`` samples,
+an impossible 4 GiB per sample above it. Random numbers cannot be folded away by XLA the way
+zeros or a broadcast are, so the allocation is real with and without XLA.
+"""
+
+from __future__ import annotations
+
+
+def keras_fit_oom(jit_compile: bool, batch_size: int = 64, limit: int = 32) -> str:
+    return f"""
+import keras
+import numpy as np
+
+class MemoryHog(keras.layers.Layer):
+    def __init__(self, limit, **kwargs):
+        super().__init__(**kwargs)
+        self.limit = limit
+
+    def call(self, x):
+        extra = keras.ops.maximum(keras.ops.shape(x)[0] - self.limit, 0)
+        return x + keras.ops.sum(keras.random.uniform((extra, 2**30))) * 0
+
+model = keras.Sequential([keras.Input((16,)), MemoryHog({limit}, name="hog"), keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse", jit_compile={jit_compile})
+x = np.zeros((256, 16), "float32")
+y = np.zeros((256, 1), "float32")
+model.fit(x, y, batch_size={batch_size}, epochs=1, verbose=0)
+"""
