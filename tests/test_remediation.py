@@ -32,7 +32,8 @@ def test_a_real_keras_oom_shows_the_traceback_then_the_card(shell, incident_log,
     traceback_at, card_at = out.index("ResourceExhaustedError"), out.index("[oom.tf.tensor]")
     assert traceback_at < card_at  # the card comes under the user's own traceback
     card = out[card_at:]
-    assert "tensor shape" in card and "[32, 1073741824]" in card
+    assert "tensor shape" in card
+    assert "[32, 1073741824]" in card
     assert "dtype                            float" in card
     assert "allocation that failed           128 GiB" in card
     assert "device                           CPU:0" in card
@@ -46,14 +47,16 @@ def test_a_real_keras_oom_shows_the_traceback_then_the_card(shell, incident_log,
 
     shell.run_line_magic("gpuguard", "history")
     history = capsys.readouterr().out
-    assert "oom.tf.tensor" in history and "1 incidents from" in history
+    assert "oom.tf.tensor" in history
+    assert "1 incidents from" in history
 
 
 def test_a_plain_python_error_gets_no_card_and_no_incident(shell, incident_log, capsys):
     result = shell.run_cell("%%gpuguard\nmodle.fit()")
     out = capsys.readouterr().out
     assert type(result.error_in_exec) is NameError
-    assert "NameError" in out and "ipy_gpuguard · finished" in out
+    assert "NameError" in out
+    assert "ipy_gpuguard · finished" in out
     assert "What to do" not in out
     assert not incident_log.exists()
 
@@ -68,7 +71,8 @@ def test_the_guards_own_failure_in_diagnosis_is_one_line(shell, incident_log, ca
     )
     captured = capsys.readouterr()
     assert type(result.error_in_exec).__name__ == "ResourceExhaustedError"
-    assert "ResourceExhaustedError" in captured.out and "OOM when allocating tensor" in captured.out
+    assert "ResourceExhaustedError" in captured.out
+    assert "OOM when allocating tensor" in captured.out
     guard_lines = [line for line in captured.err.splitlines() if line.strip()]
     assert guard_lines == [
         "ipy_gpuguard: the guard failed to diagnose (ValueError: rule catalog unreadable); "

@@ -37,7 +37,8 @@ def test_a_real_tensorflow_oom_error_gives_its_facts():
     assert diagnosis.facts["device"] == "GPU:0"
     assert diagnosis.facts["allocator"] == "GPU_0_bfc"
     assert diagnosis.facts["layer"] == "dense_3"
-    assert "512 MiB" in diagnosis.summary and "[256, 1024, 1024]" in diagnosis.summary
+    assert "512 MiB" in diagnosis.summary
+    assert "[256, 1024, 1024]" in diagnosis.summary
 
 
 def test_the_cause_of_a_wrapping_error_is_read():

@@ -106,7 +106,8 @@ def test_widget_card_offers_buttons_only_for_actions_it_can_do():
     assert "Freed 1.00 GiB." in card.status.value
     bundle = card._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
-    assert CARD_MIME in bundle and "text/html" in bundle
+    assert CARD_MIME in bundle
+    assert "text/html" in bundle
     assert bundle["text/plain"].startswith("ipy_gpuguard · Out of GPU memory")
     card.widget.close()
 
