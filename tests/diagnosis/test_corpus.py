@@ -54,7 +54,8 @@ def test_every_rule_has_corpus_cases_and_real_remedies():
         assert cases[rule.id] >= 1, f"{rule.id} has no case in tests/data/errors/{rule.id}/"
         assert rule.remedies, rule.id
         assert all(remedy in REMEDIES for remedy in rule.remedies), rule.id
-        assert rule.title and rule.summary.endswith("."), rule.id
+        assert rule.title, rule.id
+        assert rule.summary.endswith("."), rule.id
 
 
 def test_every_kind_has_several_variants_and_every_rule_a_negative():

@@ -78,3 +78,21 @@ def evaluate(client: Any, expression: str) -> str:
             result = reply["content"]["user_expressions"]["value"]
             assert result["status"] == "ok", result
             return result["data"]["text/plain"]
+
+
+def click(client: Any, comm_id: str, timeout: float = 60) -> list[dict[str, Any]]:
+    """Click a widget button as the frontend does: a ``comm_msg`` on the shell channel.
+
+    Returns the iopub messages the click caused, up to the kernel's idle status.
+    """
+    content = {"comm_id": comm_id, "data": {"method": "custom", "content": {"event": "click"}}}
+    message = client.session.msg("comm_msg", content)
+    client.shell_channel.send(message)
+    caused = []
+    while True:
+        msg = client.get_iopub_msg(timeout=timeout)
+        if msg["parent_header"].get("msg_id") != message["header"]["msg_id"]:
+            continue
+        caused.append(msg)
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return caused

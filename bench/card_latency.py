@@ -1,0 +1,75 @@
+"""How long after a training cell fails its remediation card appears, in a real kernel.
+
+Twenty real Keras out-of-memory failures on CPU (see ``tests/oom_cells.py``) under
+``%%gpuguard``. For each, three kernel-side moments: the exception caught in the cell
+(``time.time()`` in an ``except`` that re-raises), the ``error`` message (the traceback) and the
+card's ``display_data``, both by their header dates. Printed side by side: the median time from
+the exception to the traceback, and to the card (diagnosis, freeing memory, the incident log and
+the widgets included).
+
+Run with ``.venv/bin/python bench/card_latency.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent.parent))
+
+from ipy_gpuguard.ui.card_render import CARD_MIME
+from tests.kernel.client import evaluate, execute, kernel
+from tests.oom_cells import keras_fit_oom
+
+RUNS = 20
+
+
+def failing_cell() -> str:
+    body = (
+        keras_fit_oom(jit_compile=False).replace("model.fit(", "try:\n    model.fit(")
+        + "except Exception:\n    _caught_at = time.time()\n    raise\n"
+    )
+    return "%%gpuguard --interval 0.5\nimport time\n" + body
+
+
+def seconds(date: datetime) -> float:
+    return (date if date.tzinfo else date.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def main() -> None:
+    env = {
+        "GPUGUARD_SIMULATE": "8GiB",
+        "TF_CPU_ALLOCATOR_USE_BFC": "true",
+        "TF_ENABLE_ONEDNN_OPTS": "0",
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        "JUPYTER_DATA_DIR": tempfile.mkdtemp(prefix="ipy_gpuguard-bench-"),
+    }
+    to_traceback, to_card = [], []
+    with kernel(**env) as client:
+        execute(client, "%load_ext ipy_gpuguard")
+        execute(client, failing_cell(), timeout=300)  # warm-up: imports, tracing, first card
+        for _ in range(RUNS):
+            run = execute(client, failing_cell(), timeout=300)
+            caught = float(evaluate(client, "_caught_at"))
+            (error,) = run.of_type("error")
+            (card,) = [
+                msg for msg in run.of_type("display_data") if CARD_MIME in msg["content"]["data"]
+            ]
+            to_traceback.append(seconds(error["header"]["date"]) - caught)
+            to_card.append(seconds(card["header"]["date"]) - caught)
+    traceback_ms = statistics.median(to_traceback) * 1000
+    card_ms = statistics.median(to_card) * 1000
+    print(f"runs: {RUNS} real Keras OOMs on CPU, one kernel, {os.cpu_count()} CPUs")
+    print(f"exception -> traceback shown: median {traceback_ms:.1f} ms")
+    print(
+        f"exception -> card shown:      median {card_ms:.1f} ms (max {max(to_card) * 1000:.1f} ms)"
+    )
+    print(f"card after traceback:         median {card_ms - traceback_ms:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""In a real kernel: a failing guarded cell keeps its traceback, then its card's widgets arrive,
+and the card's "Free GPU memory" button (a ``comm_msg``, as a click sends) reports what it freed."""
+
+from __future__ import annotations
+
+import pytest
+
+from ipy_gpuguard.ui.card_render import CARD_MIME
+
+from ..oom_cells import keras_fit_oom
+from .client import click, execute, kernel
+
+pytestmark = pytest.mark.kernel
+
+
+def opened_widgets(execution):
+    return {
+        msg["content"]["comm_id"]: msg["content"]["data"]["state"]
+        for msg in execution.of_type("comm_open")
+        if msg["content"]["target_name"] == "jupyter.widget"
+    }
+
+
+def test_the_card_arrives_under_an_intact_traceback_and_its_button_frees_memory(tmp_path):
+    with kernel(
+        GPUGUARD_SIMULATE="8GiB",
+        TF_CPU_ALLOCATOR_USE_BFC="true",
+        TF_ENABLE_ONEDNN_OPTS="0",
+        JUPYTER_DATA_DIR=str(tmp_path),
+    ) as client:
+        assert execute(client, "%load_ext ipy_gpuguard").status == "ok"
+        failed = execute(
+            client, "%%gpuguard --interval 0.2\n" + keras_fit_oom(jit_compile=False), timeout=240
+        )
+
+        assert failed.status == "error"
+        assert failed.reply["content"]["ename"] == "ResourceExhaustedError"
+        (error,) = failed.of_type("error")
+        assert any(
+            "OOM when allocating tensor with shape[32,1073741824]" in line
+            for line in error["content"]["traceback"]
+        )
+
+        cards = [
+            msg for msg in failed.of_type("display_data") if CARD_MIME in msg["content"]["data"]
+        ]
+        (card,) = cards
+        data = card["content"]["data"]
+        assert data[CARD_MIME]["rule_id"] == "oom.tf.tensor"
+        assert data[CARD_MIME]["facts"]["shape"] == [32, 2**30]
+        assert "application/vnd.jupyter.widget-view+json" in data
+        assert iopub_index(failed, error) < iopub_index(failed, card)  # under the traceback
+
+        widgets = opened_widgets(failed)
+        (button_id,) = [
+            comm_id
+            for comm_id, state in widgets.items()
+            if state.get("_model_name") == "ButtonModel"
+            and state.get("description") == "Free GPU memory"
+        ]
+        caused = click(client, button_id)
+        statuses = [
+            msg["content"]["data"]["state"]["value"]
+            for msg in caused
+            if msg["msg_type"] == "comm_msg" and "value" in msg["content"]["data"].get("state", {})
+        ]
+        assert statuses[0].startswith("<div>Free GPU memory…")
+        assert statuses[-1].startswith("<div>Freed ")
+        assert "before the cell" in statuses[-1] or statuses[-1].endswith(".</div>")
+
+
+def iopub_index(execution, message):
+    return next(index for index, msg in enumerate(execution.iopub) if msg is message)
