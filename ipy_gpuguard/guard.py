@@ -124,6 +124,7 @@ class GuardedRun:
                 peak_allocator_bytes=(
                     peaks[info.index].allocator_peak_bytes if info.index in peaks else None
                 ),
+                other_processes=self._backend.other_processes(info.index),
                 simulated=info.simulated,
             )
             for info in self._devices

@@ -33,6 +33,10 @@ class DeviceBackend(Protocol):
         """Read one device now; called from the sampler thread."""
         ...
 
+    def other_processes(self, index: int) -> tuple[tuple[int, int], ...]:
+        """``(pid, used_bytes)`` of the other processes holding memory on a device."""
+        ...
+
     def close(self) -> None:
         """Release the library; later reads return unknown values."""
         ...
@@ -51,6 +55,9 @@ class NoTelemetry:
 
     def read(self, index: int) -> DeviceReading:
         return DeviceReading()
+
+    def other_processes(self, index: int) -> tuple[tuple[int, int], ...]:
+        return ()
 
     def close(self) -> None:
         pass

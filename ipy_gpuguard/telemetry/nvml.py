@@ -128,6 +128,21 @@ class NvmlBackend:
             problem=GPU_IS_LOST if index in self._lost else None,
         )
 
+    def other_processes(self, index: int) -> tuple[tuple[int, int], ...]:
+        """Compute and graphics processes other than this one, with the memory each holds."""
+        if index in self._lost:
+            return ()
+        held: dict[int, int] = {}
+        for function in (
+            "nvmlDeviceGetComputeRunningProcesses",
+            "nvmlDeviceGetGraphicsRunningProcesses",
+        ):
+            for process in self._call(function, self._handles[index], device=index) or ():
+                used = getattr(process, "usedGpuMemory", None)  # None where NVML cannot tell
+                if process.pid != os.getpid() and isinstance(used, int):
+                    held[process.pid] = max(held.get(process.pid, 0), used)
+        return tuple(sorted(held.items()))
+
     def close(self) -> None:
         with self._lock:
             if not self._closed:

@@ -65,5 +65,8 @@ class SimulatedBackend:
             power_watts=25.0 + 2.0 * utilization,
         )
 
+    def other_processes(self, index: int) -> tuple[tuple[int, int], ...]:
+        return ()  # a simulated device is this process's alone
+
     def close(self) -> None:
         pass

@@ -27,6 +27,7 @@ class FakeGpu:
     migs: list[FakeGpu] | None = None
     gpu_instance_id: int = 0
     compute_instance_id: int = 0
+    processes: list[tuple[int, int | None]] = field(default_factory=list)
 
 
 def fail(code: int) -> pynvml.NVMLError:
@@ -110,7 +111,19 @@ def make_fake_nvml(gpus: list[FakeGpu], init_error: int | None = None) -> types.
     def nvmlDeviceGetComputeInstanceId(handle):
         return handle.compute_instance_id
 
+    def nvmlDeviceGetComputeRunningProcesses(handle):
+        device_call("nvmlDeviceGetComputeRunningProcesses", handle)
+        return [
+            types.SimpleNamespace(pid=pid, usedGpuMemory=used) for pid, used in handle.processes
+        ]
+
+    def nvmlDeviceGetGraphicsRunningProcesses(handle):
+        device_call("nvmlDeviceGetGraphicsRunningProcesses", handle)
+        return []
+
     for function in (
+        nvmlDeviceGetComputeRunningProcesses,
+        nvmlDeviceGetGraphicsRunningProcesses,
         nvmlInit,
         nvmlShutdown,
         nvmlDeviceGetHandleByIndex,

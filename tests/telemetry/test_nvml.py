@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+
 import pynvml
 import pytest
 
@@ -26,6 +28,14 @@ def test_reads_memory_utilisation_temperature_and_power():
     assert reading.power_watts == pytest.approx(212.0)
     assert backend.devices()[0].name == "NVIDIA A100-SXM4-80GB"
     assert backend.summary == "NVML, driver 550.54.15"
+
+
+def test_other_processes_holding_memory_are_listed_without_this_one():
+    gpu = FakeGpu(processes=[(4242, 12 * GIB), (os.getpid(), 3 * GIB), (77, None)])
+    backend, _ = open_fake([gpu])
+    assert backend.other_processes(0) == ((4242, 12 * GIB),)
+    unsupported, _ = open_fake([FakeGpu(unsupported={"nvmlDeviceGetComputeRunningProcesses"})])
+    assert unsupported.other_processes(0) == ()
 
 
 def test_a_value_the_gpu_does_not_report_is_unknown_not_an_error():
