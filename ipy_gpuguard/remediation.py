@@ -14,7 +14,6 @@ from typing import Any
 from IPython.display import display
 
 from .diagnosis import Context, DeviceMemory, Diagnosis, Kind, diagnose
-from .diagnosis.context import allowed_environment
 from .incidents import Incident, IncidentLog
 from .reclaim import free_failure_memory
 from .telemetry.framework import FrameworkSettings
@@ -88,7 +87,7 @@ def remediate(
                 diagnosis,
                 options,
                 outcome,
-                allowed_environment(context.environment),
+                context.environment,  # already cut to the allow-list
                 cell if policy.log_cell_source else None,
             )
         )
