@@ -1,0 +1,88 @@
+"""Batch sizes that worked, remembered on disk per cell and per device memory size.
+
+A cell is known by a hash of its source with the batch literal blanked (and without its
+``%%gpuguard`` line), so the entry survives the rewrite that made it fit; the device by the
+memory of the watched GPUs, since the same cell fits differently on a 16 GiB card. The file is
+one small JSON object, rewritten whole through a temporary file so a crash never leaves half.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Entries kept; the oldest go first.
+MAX_ENTRIES = 500
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """What worked for one cell on one device size."""
+
+    batch_size: int
+    batch_label: str
+    peak_bytes: int | None
+    saved_at: float
+
+
+def cell_key(cell_without_batch: str, device_bytes: tuple[int, ...]) -> str:
+    """The key of a cell (its batch literal already blanked) on devices of these sizes."""
+    lines = cell_without_batch.splitlines()
+    if lines and lines[0].lstrip().startswith("%%gpuguard"):
+        lines = lines[1:]
+    devices = ",".join(map(str, device_bytes)) or "cpu"
+    digest = hashlib.sha256("\n".join(lines).strip().encode("utf-8")).hexdigest()[:32]
+    return f"{digest}@{devices}"
+
+
+class BatchMemory:
+    """The file of remembered sizes; a missing or unreadable file is an empty memory."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def recall(self, key: str) -> Remembered | None:
+        entry = self._read().get(key)
+        if not isinstance(entry, dict):
+            return None
+        try:
+            return Remembered(
+                int(entry["batch_size"]),
+                str(entry["batch_label"]),
+                None if entry.get("peak_bytes") is None else int(entry["peak_bytes"]),
+                float(entry["saved_at"]),
+            )
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def remember(self, key: str, entry: Remembered) -> None:
+        entries = self._read()
+        entries.pop(key, None)
+        entries[key] = {
+            "batch_size": entry.batch_size,
+            "batch_label": entry.batch_label,
+            "peak_bytes": entry.peak_bytes,
+            "saved_at": entry.saved_at or time.time(),
+        }
+        kept = dict(list(entries.items())[-MAX_ENTRIES:])
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".batch_sizes-")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as file:
+                json.dump(kept, file, indent=1)
+            os.replace(temporary, self.path)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+
+    def _read(self) -> dict[str, object]:
+        try:
+            entries = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return entries if isinstance(entries, dict) else {}

@@ -1,0 +1,203 @@
+"""Which batch size to try next, after sizes that fitted and sizes that ran out of memory.
+
+Down: halve from the size that failed, or jump lower when the diagnosis estimates that only a
+small share of the batch fits (at most an eighth at once). That is what finds a size that fits.
+
+Up, with ``find_max``: a linear model of memory in the batch size, fitted to the allocator
+peaks of the runs that fitted, proposes a size just under the device's capacity; the bracket of
+the largest size that fitted and the smallest that failed disposes. One peak gives a model
+through the origin, which underestimates when part of the memory does not grow with the batch
+(weights, optimizer state), so its proposal fits and gives the second point; a run already
+near capacity is followed by one step up instead. A proposal that fails shows memory is not
+linear here, and the search bisects from then on. It stops when the
+largest size that fitted is within ``margin`` of a size that failed, or of the model's limit;
+the last run is always at the size it returns, so the cell's variables are that run's.
+
+Sizes stay multiples of 8 where the first size was one (of 4, 2, 1 below 160, 80, 40, so that
+rounding costs at most 5%), and divisors of the effective batch when that must stay the same.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+#: The most a single step down divides the size by, whatever the estimate says.
+MAX_JUMP_DOWN = 8
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One run of the cell at ``size``: whether it fitted, and what memory said."""
+
+    size: int
+    fits: bool
+    peak_bytes: int | None = None  # the allocator's peak, for a run that fitted
+    fit_fraction: float | None = None  # the diagnosis' estimate, for a run that did not
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """How to search. ``effective_batch``: sizes must divide it (``--keep-effective-batch``)."""
+
+    start: int
+    min_batch: int = 1
+    margin: float = 0.1
+    find_max: bool = False
+    capacity_bytes: int | None = None
+    remembered: int | None = None
+    effective_batch: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.start < 1 or self.min_batch < 1:
+            raise ValueError("batch sizes are positive numbers")
+        if not 0 < self.margin < 1:
+            raise ValueError(f"the margin is a fraction between 0 and 1, not {self.margin:g}")
+
+
+@dataclass(frozen=True)
+class Step:
+    """The next size to run, and why, in words for the panel."""
+
+    size: int
+    why: str
+
+
+@dataclass
+class BatchSearch:
+    """The sizes tried so far; :meth:`next_step` says what to run next (``None``: stop)."""
+
+    settings: SearchSettings
+    trials: list[Trial] = field(default_factory=list)
+    _model_failed: bool = False
+    _proposed: set[int] = field(default_factory=set)
+
+    def record(self, trial: Trial) -> None:
+        if not trial.fits and trial.size in self._proposed:
+            self._model_failed = True
+        self.trials.append(trial)
+
+    @property
+    def largest_fitting(self) -> int | None:
+        sizes = [trial.size for trial in self.trials if trial.fits]
+        return max(sizes) if sizes else None
+
+    @property
+    def smallest_failing(self) -> int:
+        """The smallest size that ran out of memory; the start, which did, before any trial."""
+        lo = self.largest_fitting or 0
+        failed = [t.size for t in self.trials if not t.fits and t.size > lo]
+        return min(failed, default=self.settings.start)
+
+    @property
+    def gave_up(self) -> bool:
+        """The floor itself ran out of memory: no batch size fits."""
+        return self.largest_fitting is None and self.smallest_failing <= self.settings.min_batch
+
+    @property
+    def finished(self) -> bool:
+        """The last run fitted at the size the search returns."""
+        last = self.trials[-1] if self.trials else None
+        return last is not None and last.fits and last.size == self.largest_fitting
+
+    def next_step(self, runs_left: int) -> Step | None:
+        """The next size to run, or ``None`` when the search is over or out of runs."""
+        if runs_left < 1 or self.gave_up:
+            return None
+        lo, hi = self.largest_fitting, self.smallest_failing
+        if lo is None:
+            return self._down(hi)
+        if self.finished and (not self.settings.find_max or runs_left < 2):
+            return None
+        step = self._up(lo, hi) if self.settings.find_max and runs_left >= 2 else None
+        if step is None and not self.finished:
+            return Step(lo, f"the final run at {lo}, the largest size that fitted")
+        return step
+
+    def _down(self, hi: int) -> Step | None:
+        remembered = self.settings.remembered
+        tried = {trial.size for trial in self.trials}
+        if remembered is not None and remembered < hi and remembered not in tried:
+            return Step(remembered, f"{remembered} fitted this cell before (remembered)")
+        last = next((t for t in reversed(self.trials) if not t.fits), None)
+        fraction = last.fit_fraction if last is not None else None
+        if fraction is not None and fraction < 0.5:
+            target, why = max(hi * fraction, hi / MAX_JUMP_DOWN), "the estimate of what fits"
+        else:
+            target, why = hi / 2, "half the size that ran out of memory"
+        size = max(self._round_down(target), self.settings.min_batch)
+        if size >= hi:
+            return None
+        return Step(size, why)
+
+    def _up(self, lo: int, hi: int) -> Step | None:
+        margin = self.settings.margin
+        if hi - lo <= max(margin * hi, _granule(lo, self._multiple_of_8)):
+            return None
+        if self._uses_the_device(lo):
+            return None
+        proposal, points = self._model_proposal()
+        if proposal is not None and proposal <= lo:
+            if points >= 2:
+                return None  # the model puts lo within the margin of the device's capacity
+            proposal = lo + _granule(lo, self._multiple_of_8)  # near capacity: one step up
+        if proposal is not None and lo < proposal < hi:
+            self._proposed.add(proposal)
+            return Step(proposal, "the memory model's estimate of the largest size that fits")
+        middle = self._round_down((lo + hi) / 2)
+        if lo < middle < hi:
+            return Step(middle, f"halfway between {lo}, which fitted, and {hi}, which did not")
+        return None
+
+    def _uses_the_device(self, size: int) -> bool:
+        """The run at ``size`` peaked within half the margin of the device's capacity."""
+        capacity = self.settings.capacity_bytes
+        peak = next((t.peak_bytes for t in self.trials if t.fits and t.size == size), None)
+        if capacity is None or peak is None:
+            return False
+        return peak >= (1 - self.settings.margin / 2) * capacity
+
+    def _model_proposal(self) -> tuple[int | None, int]:
+        """The model's size to try, and how many peaks it rests on (0: no model).
+
+        Half the margin is kept below the size at which the model reaches capacity. Through
+        one peak the model is a line through the origin: a lower bound where memory grows
+        linearly, so the size it proposes fits and gives the second peak.
+        """
+        capacity = self.settings.capacity_bytes
+        if capacity is None or self._model_failed:
+            return None, 0
+        peaks = {t.size: t.peak_bytes for t in self.trials if t.fits and t.peak_bytes}
+        sizes = sorted(peaks)[-2:]
+        if len(sizes) == 1:
+            (size,) = sizes
+            return self._round_down(
+                (1 - self.settings.margin / 2) * size * capacity / peaks[size]
+            ), 1
+        if len(sizes) < 2:
+            return None, 0
+        (small, large) = sizes
+        per_sample = (peaks[large] - peaks[small]) / (large - small)
+        if per_sample <= 0:
+            return None, 0
+        limit = (capacity - (peaks[large] - per_sample * large)) / per_sample
+        return self._round_down((1 - self.settings.margin / 2) * limit), 2
+
+    @property
+    def _multiple_of_8(self) -> bool:
+        return self.settings.start % 8 == 0
+
+    def _round_down(self, size: float) -> int:
+        whole = max(math.floor(size), 1)
+        effective = self.settings.effective_batch
+        if effective is not None:
+            return max(d for d in range(1, min(whole, effective) + 1) if effective % d == 0)
+        granule = _granule(whole, self._multiple_of_8)
+        return max(whole // granule * granule, 1)
+
+
+def _granule(size: int, multiple_of_8: bool) -> int:
+    """The step sizes are rounded to: 8 where the start was a multiple of 8, finer when small."""
+    if not multiple_of_8:
+        return 1
+    return next((g for g, floor in ((8, 160), (4, 80), (2, 40)) if size >= floor), 1)
