@@ -56,6 +56,13 @@ class GPUGuard(Configurable):
             "to ipy_gpuguard/incidents.jsonl in the Jupyter data directory."
         )
     ).tag(config=True)
+    batch_memory = Unicode(
+        help=(
+            "File of the batch sizes that fitted, per cell and device size, from which a retry "
+            "starts; empty for none. Defaults to ipy_gpuguard/batch_sizes.json in the Jupyter "
+            "data directory."
+        )
+    ).tag(config=True)
     log_cell_source = Bool(
         False, help="Also write the failed cell's source into the incident log."
     ).tag(config=True)
@@ -65,6 +72,12 @@ class GPUGuard(Configurable):
         from jupyter_core.paths import jupyter_data_dir
 
         return os.path.join(jupyter_data_dir(), "ipy_gpuguard", "incidents.jsonl")
+
+    @default("batch_memory")
+    def _batch_memory_in_jupyter_data_dir(self) -> str:
+        from jupyter_core.paths import jupyter_data_dir
+
+        return os.path.join(jupyter_data_dir(), "ipy_gpuguard", "batch_sizes.json")
 
     @default("simulate")
     def _simulate_from_environment(self) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .config import GPUGuard
-from .magics import GPUGuardMagics
+from .magics import GPUGuardMagics, ShellRunner
 from .session import GuardSession
 
 
@@ -15,7 +15,9 @@ def load(shell: Any) -> None:
         return  # loading twice is harmless
     config = GPUGuard(parent=shell)
     # A Jupyter kernel's shell has a kernel: its frontend can render live widgets.
-    session = GuardSession(config, live=getattr(shell, "kernel", None) is not None)
+    session = GuardSession(
+        config, live=getattr(shell, "kernel", None) is not None, runner=ShellRunner(shell)
+    )
     magics = GPUGuardMagics(shell, session)
     shell.register_magics(magics)
     shell.configurables.append(config)

@@ -29,6 +29,8 @@ class GuardedRun:
         shown once, as text, when the cell ends.
     read_native_log
         Whether to read the framework's native log (file descriptor 2) for the diagnosis.
+    notes
+        Lines the panel shows from the start (a remembered batch size).
     """
 
     def __init__(
@@ -37,9 +39,11 @@ class GuardedRun:
         options: GuardOptions,
         live: bool,
         read_native_log: bool = True,
+        notes: tuple[str, ...] = (),
     ) -> None:
         self._backend = backend
         self._options = options
+        self._notes = notes
         self._devices = _watched(backend.devices(), options.devices)
         # Simulated devices read TensorFlow's CPU allocator: a real allocator for the demo.
         device_type = "CPU" if backend.kind == "simulated" else "GPU"
@@ -97,6 +101,7 @@ class GuardedRun:
         history = self._sampler.history
         no_telemetry = self._backend.kind == "none"
         notes = [self._backend.summary] if no_telemetry else []
+        notes += self._notes
         if self._sampler.error:
             notes.append(f"telemetry stopped working: {self._sampler.error}")
         return PanelView(
@@ -137,6 +142,11 @@ class GuardedRun:
         return FailedRun(
             view, devices, self.log_lines, self.allocator_bytes, baseline, tensorflow_settings()
         )
+
+    def allocator_peak_bytes(self, view: PanelView) -> int | None:
+        """The allocators' peak over the run, summed over the watched devices."""
+        known = [p.allocator_peak_bytes for p in view.peaks if p.allocator_peak_bytes is not None]
+        return sum(known) if known else None
 
     def allocator_bytes(self) -> int | None:
         """The framework allocators' current bytes over the watched devices; ``None`` if unread."""

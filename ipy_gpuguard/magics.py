@@ -20,7 +20,15 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
 
-from .options import GuardOptions, check_interval, parse_device_list
+from .options import (
+    AUTO_RETRY_RUNS,
+    DEFAULT_RUNS,
+    FIND_MAX_RUNS,
+    GuardOptions,
+    check_interval,
+    parse_device_list,
+    retry_options,
+)
 from .session import GuardSession
 from .ui.history import HistoryTable
 
@@ -53,6 +61,50 @@ class GPUGuardMagics(Magics):
     @magic_arguments.argument(
         "--no-panel", action="store_true", help="run guarded, but show no memory panel"
     )
+    @magic_arguments.argument(
+        "--auto-retry",
+        nargs="?",
+        const=DEFAULT_RUNS,
+        type=int,
+        metavar="N",
+        help=(
+            "on out of memory, run the cell again by itself with smaller batches, up to N "
+            f"times (default {AUTO_RETRY_RUNS}, or {FIND_MAX_RUNS} with --find-max) until one fits"
+        ),
+    )
+    @magic_arguments.argument(
+        "--find-max",
+        action="store_true",
+        help=(
+            "with --auto-retry, then search for the largest batch that fits (up to "
+            f"{FIND_MAX_RUNS} runs in all unless --auto-retry N says otherwise)"
+        ),
+    )
+    @magic_arguments.argument(
+        "--margin",
+        type=float,
+        metavar="PERCENT",
+        help="how close to a size that failed --find-max goes (default 10)",
+    )
+    @magic_arguments.argument(
+        "--min-batch",
+        type=int,
+        metavar="N",
+        help="the smallest batch a retry tries (default 1)",
+    )
+    @magic_arguments.argument(
+        "--keep-effective-batch",
+        action="store_true",
+        help=(
+            "when the batch shrinks k times, multiply the cell's gradient_accumulation_steps "
+            "by k, so the optimisation stays the same"
+        ),
+    )
+    @magic_arguments.argument(
+        "--batch-var",
+        metavar="NAME",
+        help="the variable that holds the batch size, when the guard cannot tell",
+    )
     @cell_magic("gpuguard")  # type: ignore[arg-type]  # IPython types the named form as a union
     def gpuguard_cell(self, line: str, cell: str) -> None:
         """Run a cell under the GPU guard.
@@ -64,6 +116,11 @@ class GPUGuardMagics(Magics):
         of the cell, above any other cell magic.
 
         Without a GPU the cell still runs and the panel says which telemetry is missing and why.
+
+        When the cell runs out of memory, the card under its traceback offers to run it again
+        with a smaller batch (the batch size is found in the cell's code and only that number
+        changes); ``--auto-retry`` does so by itself, ``--find-max`` also climbs back to the
+        largest batch that fits. A batch size that fitted is remembered for the cell.
         """
         # Reached only when the shell did not run the cell itself: another cell magic came first,
         # or a script exported from a notebook calls run_cell_magic. Run it as a cell of its own.
@@ -106,16 +163,27 @@ class GPUGuardMagics(Magics):
                 raise UsageError(f"%gpuguard status takes no value, not {args.value!r}")
             print("\n".join(self.session.status_lines()))
 
-    def guard_options(self, line: str) -> GuardOptions:
-        """The options of a ``%%gpuguard`` line, checked; ``UsageError`` says what is wrong."""
+    def guard_options(self, line: str, cell: str | None = None) -> GuardOptions:
+        """The options of a ``%%gpuguard`` line, checked; ``UsageError`` says what is wrong.
+
+        With the ``cell``, an automatic retry also needs a batch size the guard can change.
+        """
         args = _parse(self.gpuguard_cell, line, "%%gpuguard")
         try:
             interval = None if args.interval is None else check_interval(args.interval)
             devices = None if args.devices is None else parse_device_list(args.devices)
-            options = self.session.options(interval, devices, args.no_panel)
+            retry = retry_options(
+                args.auto_retry, args.find_max, args.margin, args.min_batch, args.batch_var
+            )
+            retry["keep_effective_batch"] = args.keep_effective_batch
+            options = self.session.options(interval, devices, args.no_panel, retry)
             self.session.check_devices(options)
         except ValueError as error:
             raise UsageError(f"%%gpuguard: {error}") from None
+        if cell is not None and options.auto_retry:
+            reason = self.session.why_no_retry(cell, options)
+            if reason is not None:
+                raise UsageError(f"%%gpuguard --auto-retry: {reason}")
         return options
 
     def pre_run_cell(self, info: Any) -> None:
@@ -134,12 +202,26 @@ class GPUGuardMagics(Magics):
         _guard_failure_in_one_line("start", start)
 
     def post_run_cell(self, result: Any) -> None:
-        """Finish the guard of the cell that just ended; when it failed, show the diagnosis."""
+        """Finish the guard of the cell that just ended; when it failed, show the diagnosis.
+
+        A cell that a retry fixed by itself (``--auto-retry``) ends as a success: the frontend
+        sees an ``ok`` reply, so "Run All" goes on; its first traceback stays shown above.
+        """
         key = getattr(result, "info", None)
         finished = _guard_failure_in_one_line("finish", lambda: self.session.end(key))
         error = getattr(result, "error_in_exec", None)
-        if finished is not None and error is not None:
-            _guard_failure_in_one_line("diagnose", lambda: self.session.remediate(finished, error))
+        if finished is None:
+            return
+        if self.session.recording_attempt:
+            _guard_failure_in_one_line(
+                "diagnose", lambda: self.session.record_attempt(finished, error)
+            )
+        elif error is not None:
+            fixed = _guard_failure_in_one_line(
+                "diagnose", lambda: self.session.remediate(finished, error)
+            )
+            if fixed:
+                result.error_in_exec = None
 
     def _history(self, value: str | None) -> HistoryTable:
         count = 10 if value is None else _positive_count(value)
@@ -157,6 +239,20 @@ class GPUGuardMagics(Magics):
             return self.session.simulate("" if value.lower() == "off" else value)
         except ValueError as error:
             raise UsageError(f"%gpuguard simulate: {error}") from None
+
+
+class ShellRunner:
+    """Runs a retry's cell as the shell runs any cell, without a new history entry."""
+
+    def __init__(self, shell: Any) -> None:
+        self._shell = shell
+
+    @property
+    def namespace(self) -> Any:
+        return self._shell.user_ns
+
+    def run_cell(self, source: str) -> None:
+        self._shell.run_cell(source, store_history=False)
 
 
 class GuardedCellTransformer:
@@ -178,7 +274,7 @@ class GuardedCellTransformer:
         if line is None:
             return lines
         try:
-            self._magics.guard_options(line)
+            self._magics.guard_options(line, "".join(lines))
         except UsageError:
             raise  # a wrong option stops the cell before it runs
         except Exception:

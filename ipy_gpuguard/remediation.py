@@ -16,7 +16,9 @@ from IPython.display import display
 from .diagnosis import Context, DeviceMemory, Diagnosis, Kind, diagnose
 from .incidents import Incident, IncidentLog
 from .reclaim import free_failure_memory
+from .retry import Attempt, CellRetry, RetryRequest, RunOutcome, attempt_line
 from .telemetry.framework import FrameworkSettings
+from .telemetry.units import format_bytes
 from .ui.card import RemediationCard, StaticCard
 from .ui.card_render import CardView, reclaimed_text
 from .ui.view import PanelView
@@ -40,6 +42,14 @@ class FailedRun:
 
 
 @dataclass(frozen=True)
+class Remediated:
+    """What came of a failure: its diagnosis, and whether a retry fixed the cell by itself."""
+
+    diagnosis: Diagnosis
+    fixed: bool = False
+
+
+@dataclass(frozen=True)
 class Policy:
     """The settings that decide what happens after a failure (from ``GPUGuard``)."""
 
@@ -56,13 +66,78 @@ def remediate(
     options: Mapping[str, Any],
     cell: str,
     previous_kind: Kind | None,
-) -> Diagnosis:
-    """Diagnose ``error``, free what it pinned when it is out of memory, log it, show the card.
+    plan_retry: Callable[[Diagnosis], RetryRequest | None] = lambda diagnosis: None,
+) -> Remediated:
+    """Diagnose ``error``, free what it pinned when it is out of memory, show the card, retry
+    by itself when asked, and log the incident.
 
-    Returns the diagnosis (its kind is the next failure's ``previous_kind``). An error that
-    no rule recognises gets no card: the frozen panel above the traceback is enough.
+    An error that no rule recognises gets no card: the frozen panel above the traceback is
+    enough. Memory is always freed before a retry runs by itself.
     """
-    context = replace(
+    context = _context(run, previous_kind)
+    diagnosis = diagnose(error, context)
+    if diagnosis.kind is Kind.UNKNOWN:
+        return Remediated(diagnosis)
+    out_of_memory = diagnosis.kind is Kind.OUT_OF_MEMORY
+    request = plan_retry(diagnosis) if out_of_memory else None
+    retry = request.retry if request is not None else None
+    auto = retry is not None and request is not None and request.auto_runs > 0
+    reclaimed = None
+    notes: tuple[str, ...] = ()
+    if out_of_memory and (policy.free_memory_on_oom or auto):
+        reclaimed = free_failure_memory(error, run.read_allocator, run.allocator_baseline_bytes)
+        notes = (DEBUG_NOTE,)
+    del error  # nothing below needs it, and it holds the traceback
+    offer = request.offer if request is not None else None
+    card = CardView(diagnosis, reclaimed, run.panel if run.panel.history else None, notes, offer)
+    last = None
+    if policy.live:
+        from .ui.retry_panel import RetryPanel  # widgets: only in a kernel
+
+        panel = None
+        if offer is not None:
+            panel = RetryPanel(retry, offer, lambda: free_memory_now(run))
+        display(RemediationCard(card, {"free_memory": lambda: free_memory_now(run)}, panel))
+        if auto and panel is not None and request is not None:
+            last = panel.auto(request.auto_runs, request.find_max)
+    else:
+        display(StaticCard(card))
+        if auto and retry is not None and request is not None:
+            last = _retry_printing(retry, request)
+    fixed = retry is not None and last is not None and retry.search.finished
+    if policy.incident_log is not None:
+        policy.incident_log.append(
+            Incident.of(
+                diagnosis,
+                options,
+                _outcome(reclaimed is not None, last if fixed else None),
+                context.environment,  # already cut to the allow-list
+                cell if policy.log_cell_source else None,
+            )
+        )
+    return Remediated(diagnosis, fixed)
+
+
+def attempt_failed(
+    error: BaseException, run: FailedRun, outcome: RunOutcome, previous_kind: Kind | None
+) -> None:
+    """Fill in how a retry's run failed; free its memory when it ran out, for the next one."""
+    message = str(error).strip().splitlines()
+    outcome.error = (
+        f"{type(error).__name__}: {message[0][:200]}" if message else type(error).__name__
+    )
+    diagnosis = diagnose(error, _context(run, previous_kind))
+    if diagnosis.kind is not Kind.OUT_OF_MEMORY:
+        return
+    outcome.out_of_memory = True
+    fraction = diagnosis.facts.get("fit_fraction")
+    outcome.fit_fraction = fraction if isinstance(fraction, float) else None
+    reclaimed = free_failure_memory(error, run.read_allocator, run.allocator_baseline_bytes)
+    outcome.allocator_after_bytes = reclaimed.after_bytes
+
+
+def _context(run: FailedRun, previous_kind: Kind | None) -> Context:
+    return replace(
         Context.of_this_process(),
         log_lines=run.log_lines,
         devices=run.devices,
@@ -71,33 +146,33 @@ def remediate(
         memory_growth=run.settings.memory_growth,
         xla=run.settings.xla_auto_jit,
     )
-    diagnosis = diagnose(error, context)
-    if diagnosis.kind is Kind.UNKNOWN:
-        return diagnosis
-    reclaimed = None
-    notes: tuple[str, ...] = ()
-    if diagnosis.kind is Kind.OUT_OF_MEMORY and policy.free_memory_on_oom:
-        reclaimed = free_failure_memory(error, run.read_allocator, run.allocator_baseline_bytes)
-        notes = (DEBUG_NOTE,)
-    del error  # nothing below needs it, and it holds the traceback
-    if policy.incident_log is not None:
-        outcome = "freed memory" if reclaimed is not None else "card shown"
-        policy.incident_log.append(
-            Incident.of(
-                diagnosis,
-                options,
-                outcome,
-                context.environment,  # already cut to the allow-list
-                cell if policy.log_cell_source else None,
-            )
+
+
+def _outcome(freed: bool, fixed_by: Attempt | None) -> str:
+    if fixed_by is not None:
+        return f"fixed by retry at batch size {fixed_by.size}"
+    return "freed memory" if freed else "card shown"
+
+
+def _retry_printing(retry: CellRetry, request: RetryRequest) -> Attempt | None:
+    """``--auto-retry`` without widgets: the attempts run with their output, each summed up."""
+    capacity = retry.setup.capacity_bytes
+
+    def report(attempt: Attempt) -> None:
+        print(f"ipy_gpuguard · retry: {attempt_line(attempt, capacity)}")
+
+    last = retry.auto(request.auto_runs, request.find_max, report)
+    held = retry.memory_held(last) if last is not None else None
+    if last is not None and held is not None:
+        print(
+            f"ipy_gpuguard · memory did not come back ({format_bytes(held)} still held): a "
+            "retry in this kernel would fail again. In a fresh kernel:"
         )
-    card = CardView(diagnosis, reclaimed, run.panel if run.panel.history else None, notes)
-    if policy.live:
-        actions = {"free_memory": lambda: free_memory_now(run)}
-        display(RemediationCard(card, actions))
-    else:
-        display(StaticCard(card))
-    return diagnosis
+        step = retry.suggestion()
+        size = step.size if step is not None else last.size
+        for number, line in enumerate(retry.restart_steps(size), 1):
+            print(f"  {number}. {line}")
+    return last
 
 
 def free_memory_now(run: FailedRun) -> str:

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
+from typing import Any, Protocol
 
+from .batch import BatchMemory, Rewrite, find_batch_size
 from .config import GPUGuard
-from .diagnosis import Kind
+from .diagnosis import Diagnosis, Kind
 from .guard import GuardedRun
 from .incidents import IncidentLog
 from .options import GuardOptions
-from .remediation import Policy, remediate
+from .remediation import Policy, attempt_failed, remediate
+from .retry import RetryRequest, RunOutcome
+from .retry_plan import failing_cell_line, plan_retry, remembered_note
 from .telemetry import DeviceBackend, open_backend
 from .telemetry.units import format_bytes, parse_size_list
 from .ui.view import PanelView
@@ -28,6 +32,15 @@ class FinishedCell:
     cell: str
 
 
+class CellRunner(Protocol):
+    """Runs a cell the way the shell runs one (guard hooks included), in the user namespace."""
+
+    @property
+    def namespace(self) -> MutableMapping[str, Any]: ...
+
+    def run_cell(self, source: str) -> None: ...
+
+
 class GuardSession:
     """Owns everything the extension holds between cells; :meth:`close` releases all of it.
 
@@ -39,6 +52,8 @@ class GuardSession:
         Whether panels can be live widgets (inside a Jupyter kernel) or only a final summary.
     open_telemetry
         Opens the telemetry source from the ``simulate`` setting; tests pass their own.
+    runner
+        Runs the cells of retries; without one, no retry is offered.
     """
 
     def __init__(
@@ -46,10 +61,13 @@ class GuardSession:
         config: GPUGuard,
         live: bool,
         open_telemetry: Callable[[str], DeviceBackend] = open_backend,
+        runner: CellRunner | None = None,
     ) -> None:
         self.config = config
         self.live = live
         self._open_telemetry = open_telemetry
+        self._runner = runner
+        self._recording: RunOutcome | None = None
         self._backend: DeviceBackend | None = None
         self._backend_lock = threading.Lock()
         self._active: tuple[object, GuardedRun, GuardOptions, str] | None = None
@@ -68,12 +86,14 @@ class GuardSession:
         interval_s: float | None = None,
         devices: tuple[int, ...] | None = None,
         no_panel: bool = False,
+        retry: Mapping[str, Any] | None = None,
     ) -> GuardOptions:
         """The config's defaults with one cell's options laid over them."""
         return GuardOptions(
             interval_s=self.config.interval if interval_s is None else interval_s,
             devices=devices if devices is not None else (tuple(self.config.devices) or None),
             show_panel=self.config.panel and not no_panel,
+            **(retry or {}),
         )
 
     def check_devices(self, options: GuardOptions) -> None:
@@ -92,11 +112,28 @@ class GuardSession:
         path = self.config.incident_log
         return IncidentLog(Path(path).expanduser()) if path else None
 
+    @property
+    def batch_memory(self) -> BatchMemory | None:
+        """The remembered batch sizes, or ``None`` when ``GPUGuard.batch_memory`` is empty."""
+        path = self.config.batch_memory
+        return BatchMemory(Path(path).expanduser()) if path else None
+
+    @property
+    def recording_attempt(self) -> bool:
+        """Whether the cell running now is a retry's attempt, whose driver reads how it ended."""
+        return self._recording is not None
+
     def begin(self, key: object, options: GuardOptions, cell: str = "") -> None:
         """Start guarding the cell identified by ``key``; a cell already guarded is left alone."""
         if self._active is not None:
             return
-        run = GuardedRun(self.backend, options, self.live, self.config.native_log)
+        memory = self.batch_memory
+        note = None
+        if memory is not None and self._runner is not None and not self.recording_attempt:
+            note = remembered_note(cell, options, self._device_bytes(options), memory)
+        run = GuardedRun(
+            self.backend, options, self.live, self.config.native_log, (note,) if note else ()
+        )
         run.start()
         self._active = (key, run, options, cell)
 
@@ -109,23 +146,88 @@ class GuardSession:
         view = run.finish()
         return FinishedCell(run, view, options, cell)
 
-    def remediate(self, finished: FinishedCell, error: BaseException) -> None:
-        """Diagnose the failed cell and show its card (see :func:`.remediation.remediate`)."""
+    def remediate(self, finished: FinishedCell, error: BaseException) -> bool:
+        """Diagnose the failed cell, show its card, retry when asked (see
+        :func:`.remediation.remediate`); returns whether a retry by itself fixed the cell."""
         policy = Policy(
             free_memory_on_oom=self.config.free_memory_on_oom,
             incident_log=self.incident_log,
             log_cell_source=self.config.log_cell_source,
             live=self.live,
         )
-        diagnosis = remediate(
+        failing_line = failing_cell_line(error)
+        failed_run = finished.run.failed_run(finished.view)
+
+        def retry_for(diagnosis: Diagnosis) -> RetryRequest | None:
+            if self._runner is None:
+                return None
+            return plan_retry(
+                finished.cell,
+                finished.options,
+                diagnosis,
+                failing_line,
+                self._runner.namespace,
+                self._device_bytes(finished.options),
+                failed_run.allocator_baseline_bytes,
+                self.batch_memory,
+                self.run_attempt,
+            )
+
+        remediated = remediate(
             error,
-            finished.run.failed_run(finished.view),
+            failed_run,
             policy,
             dataclasses.asdict(finished.options),
             finished.cell,
             self.last_failure,
+            retry_for,
         )
-        self.last_failure = diagnosis.kind
+        self.last_failure = remediated.diagnosis.kind
+        return remediated.fixed
+
+    def why_no_retry(self, cell: str, options: GuardOptions) -> str | None:
+        """Why ``cell`` could not be retried with another batch size; ``None`` when it can."""
+        finding = find_batch_size(cell, options.batch_var)
+        if finding.target is None:
+            return finding.reason
+        name = finding.target.name
+        runner = self._runner
+        if finding.target.literal is None and runner is not None and name not in runner.namespace:
+            return (
+                f"{name}, the batch size, is neither set in this cell nor defined by an "
+                "earlier one: run the cell that defines it first"
+            )
+        return None
+
+    def run_attempt(self, rewritten: Rewrite) -> RunOutcome:
+        """Run a retry's cell through the shell, guarded; :meth:`record_attempt` fills in the outcome."""
+        assert self._runner is not None
+        outcome = RunOutcome()
+        self._recording = outcome
+        try:
+            self._runner.namespace.update(rewritten.namespace)
+            self._runner.run_cell(rewritten.source)
+        finally:
+            self._recording = None
+        return outcome
+
+    def record_attempt(self, finished: FinishedCell, error: BaseException | None) -> None:
+        """How a retry's cell ended: its allocator peak; on failure, its diagnosis, and memory freed."""
+        outcome = self._recording
+        assert outcome is not None
+        outcome.finished = True
+        outcome.peak_bytes = finished.run.allocator_peak_bytes(finished.view)
+        if error is not None:
+            attempt_failed(
+                error, finished.run.failed_run(finished.view), outcome, self.last_failure
+            )
+
+    def _device_bytes(self, options: GuardOptions) -> tuple[int, ...]:
+        return tuple(
+            info.total_bytes
+            for info in self.backend.devices()
+            if (options.devices is None or info.index in options.devices) and info.total_bytes
+        )
 
     def simulate(self, spec: str) -> str:
         """Switch simulated devices on (``"8GiB"``) or off (``""``); returns what changed, in words."""

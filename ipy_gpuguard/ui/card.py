@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import card_render
 from .card_render import CARD_MIME, CardView
+
+if TYPE_CHECKING:
+    from .retry_panel import RetryPanel
 
 #: Button labels of the actions a card can perform; remedies without an action are guidance.
 ACTION_LABELS = {
@@ -46,10 +49,17 @@ class RemediationCard:
     ----------
     actions
         What the guard can do now, by action id; each returns one sentence saying what it did.
-        Remedies whose action is not here stay guidance (the retry arrives in a later version).
+        Remedies whose action is not here stay guidance.
+    retry
+        The retry buttons and attempts of an out-of-memory card; their buttons come first.
     """
 
-    def __init__(self, card: CardView, actions: Mapping[str, Callable[[], str]]) -> None:
+    def __init__(
+        self,
+        card: CardView,
+        actions: Mapping[str, Callable[[], str]],
+        retry: RetryPanel | None = None,
+    ) -> None:
         import ipywidgets as widgets  # ~70 ms to import: only when a card is shown
 
         self.card = card
@@ -61,9 +71,18 @@ class RemediationCard:
             for remedy in card.diagnosis.remedies
             if remedy.action in actions
         ]
+        self.retry = retry
+        retry_buttons = retry.buttons if retry is not None else []
+        retry_part = [retry.widget] if retry is not None else []
         self.guidance = widgets.HTML(card_render.remedies_html(card.diagnosis.remedies))
         self.widget = widgets.VBox(
-            [self.header, widgets.HBox(self.buttons), self.status, self.guidance]
+            [
+                self.header,
+                widgets.HBox([*retry_buttons, *self.buttons]),
+                self.status,
+                *retry_part,
+                self.guidance,
+            ]
         )
         self.widget.add_class("ipy-gpuguard-card")
 

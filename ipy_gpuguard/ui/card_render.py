@@ -14,8 +14,9 @@ from typing import Any
 from ..diagnosis import Diagnosis, Kind, Remedy
 from ..diagnosis.facts import FACT_LABELS, fact_text
 from ..reclaim import Reclaimed
+from ..retry import RetryOffer
 from ..telemetry.units import format_bytes
-from . import render
+from . import render, retry_render
 from .view import PanelView
 
 #: The vendor MIME type of the card's data, for the lab extension.
@@ -39,13 +40,15 @@ _KIND_COLOURS = {
 class CardView:
     """What one card shows: the diagnosis, what freeing memory did, the run's memory chart.
 
-    ``notes`` are consequences the person should know about (``%debug`` after freeing).
+    ``notes`` are consequences the person should know about (``%debug`` after freeing);
+    ``retry`` is the smaller batch an out-of-memory card offers, or why it offers none.
     """
 
     diagnosis: Diagnosis
     reclaimed: Reclaimed | None = None
     panel: PanelView | None = None
     notes: tuple[str, ...] = ()
+    retry: RetryOffer | None = None
 
 
 def facts_rows(diagnosis: Diagnosis) -> list[tuple[str, str]]:
@@ -85,6 +88,8 @@ def card_text(card: CardView) -> str:
     if card.reclaimed is not None:
         lines.append(reclaimed_text(card.reclaimed))
     lines += list(card.notes)
+    if card.retry is not None:
+        lines += retry_render.offer_text(card.retry)
     if diagnosis.remedies:
         lines.append("What to do:")
     shown = diagnosis.remedies[:TEXT_REMEDIES]
@@ -136,6 +141,7 @@ def card_html(card: CardView) -> str:
     return (
         '<div class="ipy-gpuguard-card" style="font-size:13px">'
         f"{card_header_html(card)}{reclaimed_html(card)}"
+        f"{retry_render.offer_html(card.retry) if card.retry is not None else ''}"
         f"{f'<div><b>What to do</b></div>{remedies}' if remedies else ''}</div>"
     )
 
@@ -177,6 +183,17 @@ def card_data(card: CardView) -> dict[str, Any]:
             "frames_cleared": reclaimed.frames_cleared,
         },
         "notes": list(card.notes),
+        "retry": None if card.retry is None else _retry_data(card.retry),
+    }
+
+
+def _retry_data(offer: RetryOffer) -> dict[str, Any]:
+    return {
+        "batch_size": offer.size,
+        "current_batch_size": offer.current,
+        "where": offer.where,
+        "reason": offer.reason,
+        "choices": list(offer.choices),
     }
 
 

@@ -1,0 +1,155 @@
+"""The retry part of the out-of-memory card as widgets: the buttons, the attempts, their output.
+
+A click arrives once the failed cell has returned (the kernel is idle), so an attempt runs the
+cell on the main thread, inside this panel's ``Output``: its panel, its printout and, when it
+fails, its traceback show in the card. Only the last attempt's output is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from html import escape
+
+from ..batch import Rewrite
+from ..retry import Attempt, CellRetry, RetryOffer, RunOutcome, attempt_line
+from ..telemetry.units import format_bytes
+from . import retry_render
+
+#: Attempts one click on "Find the largest batch that fits" may use.
+FIND_MAX_RUNS = 12
+
+
+class RetryPanel:
+    """Buttons that retry a failed cell with smaller batches, and what the attempts did.
+
+    Parameters
+    ----------
+    retry
+        The retries of this cell; ``None`` when none is possible (``offer.reason`` says why).
+    free_memory
+        Frees what the failed cell pinned, before the first attempt.
+    """
+
+    def __init__(
+        self,
+        retry: CellRetry | None,
+        offer: RetryOffer,
+        free_memory: Callable[[], object],
+    ) -> None:
+        import ipywidgets as widgets
+
+        self.retry = retry
+        self.offer = offer
+        self._free_memory: Callable[[], object] | None = free_memory
+        self.lines: list[str] = []
+        self.output = widgets.Output()
+        self.retry_button = widgets.Button(button_style="primary", icon="redo")
+        self.find_max_button = widgets.Button(description="Find the largest batch that fits")
+        self.retry_button.on_click(lambda _button: self.retry_once())
+        self.find_max_button.on_click(lambda _button: self.find_max())
+        self.status = widgets.HTML()
+        self.widget = widgets.VBox([self.status, self.output])
+        self.buttons = [self.retry_button, self.find_max_button]
+        if retry is not None:
+            retry.run = self._in_output(retry.run)
+        self._label(offer.size)
+        self._set_buttons(disabled=False)
+        self._show(retry_render.offer_html(offer) + f"<div>{escape(retry_render.RERUN_NOTE)}</div>")
+
+    def retry_once(self) -> Attempt | None:
+        """The primary button: one attempt at the suggested size."""
+        if self.retry is None:
+            return None
+        step = self.retry.suggestion()
+        if step is None:
+            return None
+        self._before_first_attempt()
+        attempt = self.retry.attempt(step.size)
+        self._report(attempt)
+        self._after(attempt)
+        return attempt
+
+    def find_max(self, runs: int = FIND_MAX_RUNS) -> Attempt | None:
+        """The second button: search by itself for the largest size that fits."""
+        return self.auto(runs, find_max=True)
+
+    def auto(self, runs: int, find_max: bool) -> Attempt | None:
+        """Attempt by itself (``--auto-retry``, or the second button); returns the last one."""
+        if self.retry is None:
+            return None
+        self._before_first_attempt()
+        last = self.retry.auto(runs, find_max, self._report)
+        if last is not None:
+            self._after(last)
+        return last
+
+    def _before_first_attempt(self) -> None:
+        if self._free_memory is not None:
+            self._free_memory()
+            self._free_memory = None
+        self._set_buttons(disabled=True)
+
+    def _report(self, attempt: Attempt) -> None:
+        assert self.retry is not None
+        self.lines.append(attempt_line(attempt, self.retry.setup.capacity_bytes))
+        self._show(retry_render.attempts_html(self.lines))
+
+    def _after(self, last: Attempt) -> None:
+        """The card after the attempts: fixed, the next size, a restart, or why it stopped."""
+        assert self.retry is not None
+        best = self.retry.search.largest_fitting
+        if last.fits and last.size == best:
+            changes = [
+                f"line {c.line}: {c.before.strip()} → {c.after.strip()}" for c in last.changes
+            ]
+            changes += [
+                f"{name} = {value} (set in the namespace)" for name, value in last.namespace.items()
+            ]
+            fixed = retry_render.fixed_html(
+                attempt_line(last, self.retry.setup.capacity_bytes).removeprefix("batch size "),
+                changes,
+                self.retry.setup.memory is not None,
+            )
+            self._show(retry_render.attempts_html(self.lines, fixed))
+            self.retry_button.layout.display = "none"
+            self.find_max_button.disabled = False
+            return
+        held = self.retry.memory_held(last)
+        step = self.retry.suggestion()
+        if held is not None:
+            size = step.size if step is not None else last.size
+            final = retry_render.restart_html(format_bytes(held), self.retry.restart_steps(size))
+        elif self.retry.search.gave_up:
+            final = (
+                "<div>The model does not fit at any batch size down to "
+                f"{self.retry.search.settings.min_batch}: see the remedies below for what else "
+                "to try (mixed precision, a smaller model, gradient accumulation).</div>"
+            )
+        elif not (last.fits or last.outcome.out_of_memory):
+            final = "<div>The cell failed for another reason: its traceback is above.</div>"
+        else:
+            final = ""
+        self._show(retry_render.attempts_html(self.lines, final))
+        self._set_buttons(disabled=False)
+        self.retry_button.disabled = step is None or held is not None
+        self._label(step.size if step is not None else None)
+
+    def _label(self, size: int | None) -> None:
+        self.retry_button.description = (
+            f"Retry with batch size {size}" if size is not None else "Retry"
+        )
+
+    def _set_buttons(self, disabled: bool) -> None:
+        for button in self.buttons:
+            button.disabled = disabled or self.retry is None
+
+    def _show(self, html: str) -> None:
+        self.status.value = html
+
+    def _in_output(self, run: Callable[[Rewrite], RunOutcome]) -> Callable[[Rewrite], RunOutcome]:
+        def run_here(rewritten: Rewrite) -> RunOutcome:
+            self.output.clear_output()
+            with self.output:
+                return run(rewritten)
+
+        return run_here
