@@ -12,9 +12,9 @@ $(VENV)/.installed: setup.py pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
-## Run the demo notebook headless (a simulated 8 GiB GPU where there is no real one) into build/notebooks/.
+## Run the demo notebooks headless (a simulated 8 GiB GPU where there is no real one) into build/notebooks/.
 demo: $(VENV)/.installed
-	$(PY) notebooks/execute.py build/notebooks notebooks/quickstart.ipynb
+	$(PY) notebooks/execute.py build/notebooks notebooks/quickstart.ipynb notebooks/oom_recovery.ipynb
 
 ## Run the tests (the GPU-only ones run with `pytest -m gpu` on a machine with a GPU).
 test: $(VENV)/.installed
@@ -33,6 +33,7 @@ lab: $(VENV)/.installed
 ## Measure the guard's overhead (figures printed side by side).
 bench: $(VENV)/.installed
 	$(PY) bench/overhead.py
+	$(PY) bench/batch_search.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

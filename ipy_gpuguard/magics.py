@@ -29,6 +29,7 @@ from .options import (
     parse_device_list,
     retry_options,
 )
+from .retry_text import retry_printing
 from .session import GuardSession
 from .ui.history import HistoryTable
 
@@ -133,16 +134,20 @@ class GPUGuardMagics(Magics):
         "command",
         nargs="?",
         default="status",
-        choices=["status", "simulate", "history"],
+        choices=["status", "simulate", "history", "retry"],
         help=(
             "status: telemetry, devices and settings; simulate: simulated GPUs when none is "
-            "found; history: the recent incidents"
+            "found; history: the recent incidents; retry: run the last cell that ran out of "
+            "memory again with a smaller batch, as its card's button does"
         ),
     )
     @magic_arguments.argument(
         "value",
         nargs="?",
-        help="for simulate: sizes like 8GiB or 8GiB,16GiB, or off; for history: how many (10)",
+        help=(
+            "for simulate: sizes like 8GiB or 8GiB,16GiB, or off; for history: how many (10); "
+            "for retry: the batch size (default: the card's), or max for the largest that fits"
+        ),
     )
     @line_magic("gpuguard")  # type: ignore[arg-type]  # IPython types the named form as a union
     def gpuguard_line(self, line: str) -> None:
@@ -150,11 +155,15 @@ class GPUGuardMagics(Magics):
 
         ``%gpuguard status`` shows the telemetry source, the devices and the settings;
         ``%gpuguard simulate 8GiB`` shows simulated GPUs where NVML finds none (``off`` to stop);
-        ``%gpuguard history [N]`` shows the last N incidents (failures the guard diagnosed).
+        ``%gpuguard history [N]`` shows the last N incidents (failures the guard diagnosed);
+        ``%gpuguard retry [N|max]`` runs the last cell that ran out of memory again with batch
+        size N (default: the one its card offers), or searches for the largest that fits.
         Defaults are set with ``%config GPUGuard``.
         """
         args = _parse(self.gpuguard_line, line, "%gpuguard")
-        if args.command == "simulate":
+        if args.command == "retry":
+            self._retry(args.value)
+        elif args.command == "simulate":
             print(self._simulate(args.value))
         elif args.command == "history":
             display(self._history(args.value))
@@ -222,6 +231,26 @@ class GPUGuardMagics(Magics):
             )
             if fixed:
                 result.error_in_exec = None
+
+    def _retry(self, value: str | None) -> None:
+        retry = self.session.last_retry
+        if retry is None:
+            raise UsageError(
+                "%gpuguard retry: no guarded cell has run out of memory with a batch size the "
+                "guard can change since the extension was loaded"
+            )
+        if value == "max":
+            retry_printing(retry, FIND_MAX_RUNS, find_max=True)
+            return
+        if value is not None and not (value.isdigit() and int(value) > 0):
+            raise UsageError(f"%gpuguard retry takes a batch size like 32, or max, not {value!r}")
+        step = retry.suggestion()
+        size = int(value) if value is not None else (step.size if step is not None else None)
+        if size is None:
+            raise UsageError(
+                "%gpuguard retry: the search is over; name a size, like %gpuguard retry 16"
+            )
+        retry_printing(retry, 1, find_max=False, size=size)
 
     def _history(self, value: str | None) -> HistoryTable:
         count = 10 if value is None else _positive_count(value)

@@ -16,9 +16,9 @@ from IPython.display import display
 from .diagnosis import Context, DeviceMemory, Diagnosis, Kind, diagnose
 from .incidents import Incident, IncidentLog
 from .reclaim import free_failure_memory
-from .retry import Attempt, CellRetry, RetryRequest, RunOutcome, attempt_line
+from .retry import Attempt, RetryRequest, RunOutcome
+from .retry_text import retry_printing
 from .telemetry.framework import FrameworkSettings
-from .telemetry.units import format_bytes
 from .ui.card import RemediationCard, StaticCard
 from .ui.card_render import CardView, reclaimed_text
 from .ui.view import PanelView
@@ -103,7 +103,7 @@ def remediate(
     else:
         display(StaticCard(card))
         if auto and retry is not None and request is not None:
-            last = _retry_printing(retry, request)
+            last = retry_printing(retry, request.auto_runs, request.find_max)
     fixed = retry is not None and last is not None and retry.search.finished
     if policy.incident_log is not None:
         policy.incident_log.append(
@@ -152,27 +152,6 @@ def _outcome(freed: bool, fixed_by: Attempt | None) -> str:
     if fixed_by is not None:
         return f"fixed by retry at batch size {fixed_by.size}"
     return "freed memory" if freed else "card shown"
-
-
-def _retry_printing(retry: CellRetry, request: RetryRequest) -> Attempt | None:
-    """``--auto-retry`` without widgets: the attempts run with their output, each summed up."""
-    capacity = retry.setup.capacity_bytes
-
-    def report(attempt: Attempt) -> None:
-        print(f"ipy_gpuguard · retry: {attempt_line(attempt, capacity)}")
-
-    last = retry.auto(request.auto_runs, request.find_max, report)
-    held = retry.memory_held(last) if last is not None else None
-    if last is not None and held is not None:
-        print(
-            f"ipy_gpuguard · memory did not come back ({format_bytes(held)} still held): a "
-            "retry in this kernel would fail again. In a fresh kernel:"
-        )
-        step = retry.suggestion()
-        size = step.size if step is not None else last.size
-        for number, line in enumerate(retry.restart_steps(size), 1):
-            print(f"  {number}. {line}")
-    return last
 
 
 def free_memory_now(run: FailedRun) -> str:

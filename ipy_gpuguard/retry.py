@@ -34,6 +34,10 @@ HELD_SHARE = 0.05
 HELD_FLOOR_BYTES = 256 * 2**20
 
 
+#: Wraps one attempt's run: gets the run, returns its outcome.
+AroundRun = Callable[[Callable[[], "RunOutcome"]], "RunOutcome"]
+
+
 @dataclass
 class RunOutcome:
     """How one attempt's run ended, filled in by the session when the run finishes."""
@@ -130,10 +134,13 @@ class CellRetry:
         """The size the next click would try."""
         return self.search.next_step(runs_left)
 
-    def attempt(self, size: int) -> Attempt:
-        """Run the cell once with ``size``; record it, and remember it when it fits."""
+    def attempt(self, size: int, around: AroundRun | None = None) -> Attempt:
+        """Run the cell once with ``size``; record it, and remember it when it fits.
+
+        ``around`` wraps the run (a card runs it inside its output area).
+        """
         rewritten = rewrite(self.setup.cell, self.target, size, self._accumulation(size))
-        outcome = self.run(rewritten)
+        outcome = around(lambda: self.run(rewritten)) if around else self.run(rewritten)
         attempt = Attempt(size, outcome, rewritten.changes, rewritten.namespace)
         self.attempts.append(attempt)
         self.search.record(
@@ -145,7 +152,13 @@ class CellRetry:
             self._remember(attempt)
         return attempt
 
-    def auto(self, runs: int, find_max: bool, report: Callable[[Attempt], None]) -> Attempt | None:
+    def auto(
+        self,
+        runs: int,
+        find_max: bool,
+        report: Callable[[Attempt], None],
+        around: AroundRun | None = None,
+    ) -> Attempt | None:
         """Attempt by itself, up to ``runs`` times; stops at a failure other than memory, or
         when memory is not coming back. Returns the last attempt."""
         if find_max and not self.search.settings.find_max:
@@ -155,7 +168,7 @@ class CellRetry:
             step = self.search.next_step(runs - used)
             if step is None:
                 break
-            last = self.attempt(step.size)
+            last = self.attempt(step.size, around)
             report(last)
             if not (last.fits or last.outcome.out_of_memory) or self.memory_held(last):
                 break
@@ -226,13 +239,14 @@ def attempt_line(attempt: Attempt, capacity_bytes: int | None) -> str:
     """One attempt in words: ``batch size 96: fits (peak 6.1 GiB of 8 GiB)``."""
     outcome = attempt.outcome
     if attempt.fits:
-        return f"batch size {attempt.size}: fits{_peak(outcome.peak_bytes, capacity_bytes)}"
+        return f"batch size {attempt.size}: fits{peak_text(outcome.peak_bytes, capacity_bytes)}"
     if outcome.out_of_memory:
         return f"batch size {attempt.size}: out of memory"
     return f"batch size {attempt.size}: failed, not for memory ({outcome.error})"
 
 
-def _peak(peak_bytes: int | None, capacity_bytes: int | None) -> str:
+def peak_text(peak_bytes: int | None, capacity_bytes: int | None) -> str:
+    """`` (peak 6.1 GiB of 8 GiB)``, or nothing when no allocator was read."""
     if peak_bytes is None:
         return ""
     of = f" of {format_bytes(capacity_bytes)}" if capacity_bytes else ""

@@ -15,7 +15,7 @@ from .guard import GuardedRun
 from .incidents import IncidentLog
 from .options import GuardOptions
 from .remediation import Policy, attempt_failed, remediate
-from .retry import RetryRequest, RunOutcome
+from .retry import CellRetry, RetryRequest, RunOutcome
 from .retry_plan import failing_cell_line, plan_retry, remembered_note
 from .telemetry import DeviceBackend, open_backend
 from .telemetry.units import format_bytes, parse_size_list
@@ -68,6 +68,7 @@ class GuardSession:
         self._open_telemetry = open_telemetry
         self._runner = runner
         self._recording: RunOutcome | None = None
+        self.last_retry: CellRetry | None = None  # the last failed cell's, for %gpuguard retry
         self._backend: DeviceBackend | None = None
         self._backend_lock = threading.Lock()
         self._active: tuple[object, GuardedRun, GuardOptions, str] | None = None
@@ -161,7 +162,7 @@ class GuardSession:
         def retry_for(diagnosis: Diagnosis) -> RetryRequest | None:
             if self._runner is None:
                 return None
-            return plan_retry(
+            request = plan_retry(
                 finished.cell,
                 finished.options,
                 diagnosis,
@@ -172,6 +173,8 @@ class GuardSession:
                 self.batch_memory,
                 self.run_attempt,
             )
+            self.last_retry = request.retry
+            return request
 
         remediated = remediate(
             error,

@@ -28,3 +28,31 @@ x = np.zeros((256, 16), "float32")
 y = np.zeros((256, 1), "float32")
 model.fit(x, y, batch_size={batch_size}, epochs=1, verbose=0)
 """
+
+
+def keras_fit_cliff(batch_size: int, limit: int, samples: int = 1024) -> str:
+    """A Keras ``fit`` with a memory cliff at exactly ``limit`` samples: above it, each sample
+    asks for 4 TiB (a ``[batch - limit, 2**20, 2**20]`` float tensor), which no machine has.
+
+    ``BATCH_SIZE`` and ``history`` come from the run: a test reads which run they belong to.
+    """
+    return f"""
+import keras
+import numpy as np
+
+class MemoryHog(keras.layers.Layer):
+    def __init__(self, limit, **kwargs):
+        super().__init__(**kwargs)
+        self.limit = limit
+
+    def call(self, x):
+        extra = keras.ops.maximum(keras.ops.shape(x)[0] - self.limit, 0)
+        return x + keras.ops.sum(keras.random.uniform((extra, 2**20, 2**20))) * 0
+
+BATCH_SIZE = {batch_size}  # the cell's batch size
+model = keras.Sequential([keras.Input((16,)), MemoryHog({limit}, name="hog"), keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse", jit_compile=False)
+x = np.zeros(({samples}, 16), "float32")
+y = np.zeros(({samples}, 1), "float32")
+history = model.fit(x, y, batch_size=BATCH_SIZE, epochs=1, verbose=0)
+"""

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from html import escape
 
-from ..batch import Rewrite
-from ..retry import Attempt, CellRetry, RetryOffer, RunOutcome, attempt_line
+from ..retry import Attempt, CellRetry, RetryOffer, RunOutcome, attempt_line, peak_text
 from ..telemetry.units import format_bytes
 from . import retry_render
 
@@ -43,18 +42,18 @@ class RetryPanel:
         self._free_memory: Callable[[], object] | None = free_memory
         self.lines: list[str] = []
         self.output = widgets.Output()
-        self.retry_button = widgets.Button(button_style="primary", icon="redo")
+        self.retry_button = widgets.Button(
+            description=_retry_label(offer.size), button_style="primary", icon="redo"
+        )
         self.find_max_button = widgets.Button(description="Find the largest batch that fits")
         self.retry_button.on_click(lambda _button: self.retry_once())
         self.find_max_button.on_click(lambda _button: self.find_max())
-        self.status = widgets.HTML()
+        self.status = widgets.HTML(
+            retry_render.offer_html(offer) + f"<div>{escape(retry_render.RERUN_NOTE)}</div>"
+        )
         self.widget = widgets.VBox([self.status, self.output])
         self.buttons = [self.retry_button, self.find_max_button]
-        if retry is not None:
-            retry.run = self._in_output(retry.run)
-        self._label(offer.size)
         self._set_buttons(disabled=False)
-        self._show(retry_render.offer_html(offer) + f"<div>{escape(retry_render.RERUN_NOTE)}</div>")
 
     def retry_once(self) -> Attempt | None:
         """The primary button: one attempt at the suggested size."""
@@ -64,7 +63,7 @@ class RetryPanel:
         if step is None:
             return None
         self._before_first_attempt()
-        attempt = self.retry.attempt(step.size)
+        attempt = self.retry.attempt(step.size, self._in_output)
         self._report(attempt)
         self._after(attempt)
         return attempt
@@ -78,7 +77,7 @@ class RetryPanel:
         if self.retry is None:
             return None
         self._before_first_attempt()
-        last = self.retry.auto(runs, find_max, self._report)
+        last = self.retry.auto(runs, find_max, self._report, self._in_output)
         if last is not None:
             self._after(last)
         return last
@@ -105,8 +104,9 @@ class RetryPanel:
             changes += [
                 f"{name} = {value} (set in the namespace)" for name, value in last.namespace.items()
             ]
+            peak = peak_text(last.outcome.peak_bytes, self.retry.setup.capacity_bytes)
             fixed = retry_render.fixed_html(
-                attempt_line(last, self.retry.setup.capacity_bytes).removeprefix("batch size "),
+                f"batch size {last.size} fits{peak}",
                 changes,
                 self.retry.setup.memory is not None,
             )
@@ -132,12 +132,7 @@ class RetryPanel:
         self._show(retry_render.attempts_html(self.lines, final))
         self._set_buttons(disabled=False)
         self.retry_button.disabled = step is None or held is not None
-        self._label(step.size if step is not None else None)
-
-    def _label(self, size: int | None) -> None:
-        self.retry_button.description = (
-            f"Retry with batch size {size}" if size is not None else "Retry"
-        )
+        self.retry_button.description = _retry_label(step.size if step is not None else None)
 
     def _set_buttons(self, disabled: bool) -> None:
         for button in self.buttons:
@@ -146,10 +141,12 @@ class RetryPanel:
     def _show(self, html: str) -> None:
         self.status.value = html
 
-    def _in_output(self, run: Callable[[Rewrite], RunOutcome]) -> Callable[[Rewrite], RunOutcome]:
-        def run_here(rewritten: Rewrite) -> RunOutcome:
-            self.output.clear_output()
-            with self.output:
-                return run(rewritten)
+    def _in_output(self, run: Callable[[], RunOutcome]) -> RunOutcome:
+        """Run an attempt with its output in the card, in place of the previous attempt's."""
+        self.output.clear_output()
+        with self.output:
+            return run()
 
-        return run_here
+
+def _retry_label(size: int | None) -> str:
+    return f"Retry with batch size {size}" if size is not None else "Retry"

@@ -11,7 +11,7 @@ from ipy_gpuguard.batch.source import CellSource
 SPACE = st.sampled_from(["", " ", "  ", "\t"])
 NEWLINE = st.sampled_from(["\n", "\r\n"])
 TEXT = st.text(
-    st.characters(blacklist_categories=["Cs", "Cc"], blacklist_characters="\"\\"), max_size=12
+    st.characters(blacklist_categories=["Cs", "Cc"], blacklist_characters='"\\'), max_size=12
 )
 NUMBER = st.integers(1, 10**6)
 

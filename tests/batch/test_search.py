@@ -65,9 +65,7 @@ def test_a_remembered_size_is_tried_first():
 def test_find_max_with_memory_meets_the_trial_budget_and_the_size_target(
     threshold, fixed_share, capacity
 ):
-    search = run_search(
-        threshold, capacity=capacity, fixed=fixed_share * capacity, find_max=True
-    )
+    search = run_search(threshold, capacity=capacity, fixed=fixed_share * capacity, find_max=True)
     assert search.finished
     found = search.largest_fitting
     assert 0.85 * threshold <= found <= threshold

@@ -1,0 +1,81 @@
+"""In a real kernel: the out-of-memory card's "Retry with batch size N" button, clicked as a
+frontend clicks it (a ``comm_msg``), reruns the cell with that size inside the card."""
+
+from __future__ import annotations
+
+import pytest
+
+from ..oom_cells import keras_fit_cliff
+from .client import click, evaluate, execute, kernel
+
+pytestmark = pytest.mark.kernel
+
+
+def widget_states(messages):
+    """Each widget's state as the frontend has it: opened, then updated."""
+    states = {}
+    for msg in messages:
+        content = msg["content"]
+        if msg["msg_type"] == "comm_open" and content["target_name"] == "jupyter.widget":
+            states[content["comm_id"]] = dict(content["data"]["state"])
+        elif msg["msg_type"] == "comm_msg" and content["comm_id"] in states:
+            states[content["comm_id"]].update(content["data"].get("state", {}))
+    return states
+
+
+def state_updates(messages, comm_id):
+    return [
+        msg["content"]["data"]["state"]
+        for msg in messages
+        if msg["msg_type"] == "comm_msg"
+        and msg["content"]["comm_id"] == comm_id
+        and msg["content"]["data"].get("method") == "update"
+    ]
+
+
+def test_the_retry_button_reruns_the_cell_with_a_smaller_batch_and_reports_success(tmp_path):
+    with kernel(
+        GPUGUARD_SIMULATE="8GiB",
+        TF_ENABLE_ONEDNN_OPTS="0",
+        TF_CPP_MIN_LOG_LEVEL="2",
+        JUPYTER_DATA_DIR=str(tmp_path),
+    ) as client:
+        assert execute(client, "%load_ext ipy_gpuguard").status == "ok"
+        failed = execute(client, "%%gpuguard\n" + keras_fit_cliff(256, 100), timeout=240)
+        assert failed.status == "error"
+        assert failed.reply["content"]["ename"] == "ResourceExhaustedError"
+
+        widgets = widget_states(failed.iopub)
+        (retry_id,) = [
+            comm_id
+            for comm_id, state in widgets.items()
+            if state.get("description", "").startswith("Retry with batch size")
+        ]
+        assert widgets[retry_id]["description"] == "Retry with batch size 32"
+        (status_id,) = [
+            comm_id
+            for comm_id, state in widgets.items()
+            if "A retry reruns the whole cell" in str(state.get("value", ""))
+        ]
+        (output_id,) = [
+            comm_id
+            for comm_id, state in widgets.items()
+            if state.get("_model_name") == "OutputModel"
+        ]
+
+        caused = click(client, retry_id, timeout=240)
+
+        statuses = [
+            state["value"] for state in state_updates(caused, status_id) if "value" in state
+        ]
+        assert "Fixed: batch size 32 fits" in statuses[-1]
+        assert (
+            "line 15: BATCH_SIZE = 256  # the cell&#x27;s batch size → BATCH_SIZE = 32"
+            in statuses[-1]
+        )
+        # The attempt's output went into the card's Output widget: its msg_id was the click's.
+        click_id = caused[0]["parent_header"]["msg_id"]
+        assert {"msg_id": click_id} in state_updates(caused, output_id)
+        assert any(msg["msg_type"] == "display_data" for msg in caused)  # the attempt's panel
+        assert evaluate(client, "BATCH_SIZE") == "32"
+        assert evaluate(client, "history.params['steps']") == "32"  # 1024 samples / 32
