@@ -93,6 +93,14 @@ class Attempt:
     def fits(self) -> bool:
         return self.outcome.finished and self.outcome.error is None
 
+    def change_lines(self) -> list[str]:
+        """What this attempt changed, one line each: ``line 4: BATCH = 256 → BATCH = 64``."""
+        lines = [f"line {c.line}: {c.before.strip()} → {c.after.strip()}" for c in self.changes]
+        lines += [
+            f"{name} = {value} (set in the namespace)" for name, value in self.namespace.items()
+        ]
+        return lines
+
 
 @dataclass(frozen=True)
 class RetrySetup:

@@ -33,10 +33,7 @@ def outcome_lines(retry: CellRetry, last: Attempt | None) -> list[str]:
     if last is None:
         return []
     if last.fits and retry.search.finished:
-        changes = [f"line {c.line}: {c.before.strip()} → {c.after.strip()}" for c in last.changes]
-        changes += [
-            f"{name} = {value} (set in the namespace)" for name, value in last.namespace.items()
-        ]
+        changes = last.change_lines()
         peak = peak_text(last.outcome.peak_bytes, retry.setup.capacity_bytes)
         return [
             f"{PREFIX}fixed: batch size {last.size} fits{peak}",
@@ -57,6 +54,8 @@ def outcome_lines(retry: CellRetry, last: Attempt | None) -> list[str]:
             "this kernel would fail again. In a fresh kernel:",
             *(f"  {n}. {line}" for n, line in enumerate(retry.restart_steps(size), 1)),
         ]
-    if step is not None and last.outcome.out_of_memory:
+    if not last.outcome.out_of_memory:
+        return [f"{PREFIX}the cell failed for another reason than memory: its traceback is above"]
+    if step is not None:
         return [f"{PREFIX}next: %gpuguard retry tries batch size {step.size}"]
     return []

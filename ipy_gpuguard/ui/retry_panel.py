@@ -11,7 +11,7 @@ from collections.abc import Callable
 from html import escape
 
 from ..retry import Attempt, CellRetry, RetryOffer, RunOutcome, attempt_line, peak_text
-from ..telemetry.units import format_bytes
+from ..retry_text import outcome_lines
 from . import retry_render
 
 #: Attempts one click on "Find the largest batch that fits" may use.
@@ -98,16 +98,10 @@ class RetryPanel:
         assert self.retry is not None
         best = self.retry.search.largest_fitting
         if last.fits and last.size == best:
-            changes = [
-                f"line {c.line}: {c.before.strip()} → {c.after.strip()}" for c in last.changes
-            ]
-            changes += [
-                f"{name} = {value} (set in the namespace)" for name, value in last.namespace.items()
-            ]
             peak = peak_text(last.outcome.peak_bytes, self.retry.setup.capacity_bytes)
             fixed = retry_render.fixed_html(
                 f"batch size {last.size} fits{peak}",
-                changes,
+                last.change_lines(),
                 self.retry.setup.memory is not None,
             )
             self._show(retry_render.attempts_html(self.lines, fixed))
@@ -116,19 +110,7 @@ class RetryPanel:
             return
         held = self.retry.memory_held(last)
         step = self.retry.suggestion()
-        if held is not None:
-            size = step.size if step is not None else last.size
-            final = retry_render.restart_html(format_bytes(held), self.retry.restart_steps(size))
-        elif self.retry.search.gave_up:
-            final = (
-                "<div>The model does not fit at any batch size down to "
-                f"{self.retry.search.settings.min_batch}: see the remedies below for what else "
-                "to try (mixed precision, a smaller model, gradient accumulation).</div>"
-            )
-        elif not (last.fits or last.outcome.out_of_memory):
-            final = "<div>The cell failed for another reason: its traceback is above.</div>"
-        else:
-            final = ""
+        final = "".join(f"<div>{escape(line)}</div>" for line in outcome_lines(self.retry, last))
         self._show(retry_render.attempts_html(self.lines, final))
         self._set_buttons(disabled=False)
         self.retry_button.disabled = step is None or held is not None

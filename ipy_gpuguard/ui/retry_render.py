@@ -41,11 +41,3 @@ def fixed_html(line: str, changes: list[str], remembered: bool) -> str:
         "<div>The notebook's cell still has the old size: change it to keep this one.</div>"
         f"{memo}"
     )
-
-
-def restart_html(held: str, steps: list[str]) -> str:
-    items = "".join(f"<li>{escape(step)}</li>" for step in steps)
-    return (
-        f'<div style="color:#b26a00">Memory did not come back ({escape(held)} still held): a '
-        f"retry in this kernel would fail again. In a fresh kernel:</div><ol>{items}</ol>"
-    )
