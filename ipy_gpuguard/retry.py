@@ -95,7 +95,7 @@ class Attempt:
 
     def change_lines(self) -> list[str]:
         """What this attempt changed, one line each: ``line 4: BATCH = 256 → BATCH = 64``."""
-        lines = [f"line {c.line}: {c.before.strip()} → {c.after.strip()}" for c in self.changes]
+        lines = [change.text for change in self.changes]
         lines += [
             f"{name} = {value} (set in the namespace)" for name, value in self.namespace.items()
         ]
@@ -126,7 +126,6 @@ class CellRetry:
 
     setup: RetrySetup
     run: Callable[[Rewrite], RunOutcome]
-    attempts: list[Attempt] = field(default_factory=list)
     find_max: bool = False
     search: BatchSearch = field(init=False)
 
@@ -150,7 +149,6 @@ class CellRetry:
         rewritten = rewrite(self.setup.cell, self.target, size, self._accumulation(size))
         outcome = around(lambda: self.run(rewritten)) if around else self.run(rewritten)
         attempt = Attempt(size, outcome, rewritten.changes, rewritten.namespace)
-        self.attempts.append(attempt)
         self.search.record(
             Trial(size, attempt.fits, outcome.peak_bytes, outcome.fit_fraction)
             if outcome.out_of_memory or attempt.fits
@@ -195,9 +193,7 @@ class CellRetry:
         """How to run the cell with ``size`` in a fresh kernel, where memory starts empty."""
         change = rewrite(self.setup.cell, self.target, size, self._accumulation(size))
         if change.changes:
-            edit = "; ".join(
-                f"line {c.line}: {c.before.strip()} → {c.after.strip()}" for c in change.changes
-            )
+            edit = "; ".join(c.text for c in change.changes)
         else:
             edit = f"set {self.target.name} = {size} in the cell that defines it"
         return [

@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,7 +66,7 @@ class BatchMemory:
             "batch_size": entry.batch_size,
             "batch_label": entry.batch_label,
             "peak_bytes": entry.peak_bytes,
-            "saved_at": entry.saved_at or time.time(),
+            "saved_at": entry.saved_at,
         }
         kept = dict(list(entries.items())[-MAX_ENTRIES:])
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,11 @@ class LineChange:
     before: str
     after: str
 
+    @property
+    def text(self) -> str:
+        """``line 4: BATCH = 256 → BATCH = 64``."""
+        return f"line {self.line}: {self.before.strip()} → {self.after.strip()}"
+
 
 @dataclass(frozen=True)
 class Rewrite:
