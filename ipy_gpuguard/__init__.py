@@ -14,20 +14,27 @@ __all__ = [
     "Diagnosis",
     "__version__",
     "diagnose",
+    "heartbeat",
     "load_ipython_extension",
     "unload_ipython_extension",
 ]
 
 if TYPE_CHECKING:
     from .diagnosis import Diagnosis, diagnose
+    from .watchdog.progress import heartbeat
 
 
 def __getattr__(name: str) -> Any:
-    """``ipy_gpuguard.diagnose`` and ``Diagnosis``, imported when first used."""
+    """``diagnose``, ``Diagnosis`` and ``heartbeat``, imported when first used."""
     if name in ("diagnose", "Diagnosis"):
         from . import diagnosis
 
         return getattr(diagnosis, name)
+    if name == "heartbeat":
+        from .watchdog.progress import heartbeat
+
+        globals()["heartbeat"] = heartbeat  # later calls in a training loop skip this lookup
+        return heartbeat
     raise AttributeError(f"module 'ipy_gpuguard' has no attribute {name!r}")
 
 

@@ -8,11 +8,23 @@ override them for one cell.
 from __future__ import annotations
 
 import os
+from typing import Any
 
-from traitlets import Bool, Float, Int, List, TraitError, Unicode, default, validate
+from traitlets import (
+    Bool,
+    CaselessStrEnum,
+    Float,
+    Int,
+    List,
+    TraitError,
+    Unicode,
+    default,
+    validate,
+)
 from traitlets.config import Configurable
 
-from .options import check_interval
+from .options import ON_HANG_CHOICES, check_interval, check_timeout
+from .watchdog.limits import ADAPTIVE_FACTOR, ADAPTIVE_FLOOR_S, FIRST_STEP_ALLOWANCE_S
 
 
 class GPUGuard(Configurable):
@@ -34,6 +46,28 @@ class GPUGuard(Configurable):
             "Sizes of simulated GPUs shown when NVML finds none, like '8GiB' or '8GiB,16GiB'; "
             "empty for none. Defaults to the GPUGUARD_SIMULATE environment variable."
         )
+    ).tag(config=True)
+
+    timeout = Float(
+        None,
+        allow_none=True,
+        help=(
+            "Seconds without progress after which a guarded cell is reported as stalled; None "
+            f"for adaptive: {ADAPTIVE_FACTOR:g} times the median step, at least "
+            f"{ADAPTIVE_FLOOR_S:g} s."
+        ),
+    ).tag(config=True)
+    on_hang = CaselessStrEnum(
+        ON_HANG_CHOICES,
+        "report",
+        help="What the watchdog does on a stall: show the hang card (report), or also interrupt.",
+    ).tag(config=True)
+    first_step_allowance = Float(
+        FIRST_STEP_ALLOWANCE_S,
+        help=(
+            "Seconds the first step of fit, evaluate or predict may take without being a stall, "
+            "whatever the timeout: it traces the model and may compile it with XLA."
+        ),
     ).tag(config=True)
 
     free_memory_on_oom = Bool(
@@ -89,6 +123,14 @@ class GPUGuard(Configurable):
             return check_interval(proposal["value"])
         except ValueError as error:
             raise TraitError(f"GPUGuard.interval: {error}") from None
+
+    @validate("timeout", "first_step_allowance")
+    def _positive_seconds(self, proposal: dict[str, Any]) -> float | None:
+        value = proposal["value"]
+        try:
+            return None if value is None else check_timeout(value)
+        except ValueError as error:
+            raise TraitError(f"GPUGuard.{proposal['trait'].name}: {error}") from None
 
     @validate("devices")
     def _valid_devices(self, proposal: dict[str, list[object]]) -> list[object]:

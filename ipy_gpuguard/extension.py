@@ -16,7 +16,10 @@ def load(shell: Any) -> None:
     config = GPUGuard(parent=shell)
     # A Jupyter kernel's shell has a kernel: its frontend can render live widgets.
     session = GuardSession(
-        config, live=getattr(shell, "kernel", None) is not None, runner=ShellRunner(shell)
+        config,
+        live=getattr(shell, "kernel", None) is not None,
+        runner=ShellRunner(shell),
+        name_cell=lambda filename: _cell_name(shell, filename),
     )
     magics = GPUGuardMagics(shell, session)
     shell.register_magics(magics)
@@ -43,6 +46,12 @@ def unload(shell: Any) -> None:
         del manager.magics["line"]["gpuguard"]
         del manager.magics["cell"]["gpuguard"]
         del manager.registry[type(magics).__name__]
+
+
+def _cell_name(shell: Any, filename: str) -> str | None:
+    """``Cell In[5]`` for a cell's file, as IPython's tracebacks name it."""
+    named = shell.compile.format_code_name(filename)
+    return " ".join(named) if named else None
 
 
 def _loaded_magics(shell: Any) -> GPUGuardMagics | None:

@@ -13,7 +13,19 @@ from .remediation import FailedRun
 from .telemetry import DeviceBackend, DeviceInfo, FrameworkAllocators, Sampler
 from .telemetry.framework import tensorflow_settings
 from .ui.summary import PanelSummary
-from .ui.view import PanelView
+from .ui.view import PanelView, WatchView
+from .ui.watch_render import hang_evidence
+from .watchdog import (
+    GpuTimeout,
+    KerasHooks,
+    StallLimits,
+    StepRecorder,
+    Watchdog,
+    capture_stacks,
+    set_active,
+    step_warning,
+)
+from .watchdog.stacks import CellNamer
 
 if TYPE_CHECKING:
     from .ui.panel import MemoryPanel
@@ -31,6 +43,10 @@ class GuardedRun:
         Whether to read the framework's native log (file descriptor 2) for the diagnosis.
     notes
         Lines the panel shows from the start (a remembered batch size).
+    timeouts
+        The watched GPUs' own watchdogs, for the warning when steps come near their limit.
+    name_cell
+        Names a cell's file in stacks (``Cell In[5]``).
     """
 
     def __init__(
@@ -40,10 +56,14 @@ class GuardedRun:
         live: bool,
         read_native_log: bool = True,
         notes: tuple[str, ...] = (),
+        timeouts: tuple[GpuTimeout, ...] = (),
+        name_cell: CellNamer | None = None,
     ) -> None:
         self._backend = backend
         self._options = options
         self._notes = notes
+        self._timeouts = timeouts
+        self._step_warning: str | None = None
         self._devices = _watched(backend.devices(), options.devices)
         # Simulated devices read TensorFlow's CPU allocator: a real allocator for the demo.
         device_type = "CPU" if backend.kind == "simulated" else "GPU"
@@ -64,6 +84,17 @@ class GuardedRun:
             options.interval_s,
             listener=self._redraw if self._panel else None,
         )
+        self.steps = StepRecorder()
+        self._keras = KerasHooks(self.steps)
+        self.watchdog = Watchdog(
+            self.steps,
+            StallLimits(options.timeout_s, options.first_step_s),
+            options.interval_s,
+            interrupt_on_stall=options.on_hang == "interrupt",
+            capture_stacks=lambda: capture_stacks(name_cell or (lambda filename: None)),
+            on_change=self._redraw_now if self._panel else lambda: None,
+            on_look=self._keras.attach_new,
+        )
 
     def start(self) -> None:
         """Show the panel and start sampling; on failure, leave nothing open behind."""
@@ -76,15 +107,27 @@ class GuardedRun:
             if self._native_log is not None:
                 self._native_log.start()
             self._sampler.start()
+            set_active(self.steps)
+            self._keras.attach_new()
+            self.watchdog.start()
         except BaseException:
+            self._stop_watching()
+            self._sampler.stop()
             self._stop_native_log()
             self._close_panel()
             raise
 
     def finish(self) -> PanelView:
-        """Stop the sampler and show the frozen summary; returns what it shows."""
+        """Stop the watchdog and the sampler, and show the frozen summary; returns what it shows.
+
+        The watchdog stops first: an interrupt of its that has not landed is withdrawn before
+        anything else runs on the main thread.
+        """
         try:
-            self._sampler.stop()
+            try:
+                self._stop_watching()
+            finally:
+                self._sampler.stop()
             view = self.view(finished=True)
             if self._options.show_panel:
                 summary = PanelSummary(view)
@@ -104,6 +147,8 @@ class GuardedRun:
         notes += self._notes
         if self._sampler.error:
             notes.append(f"telemetry stopped working: {self._sampler.error}")
+        if self.watchdog.error:
+            notes.append(f"the watchdog stopped working: {self.watchdog.error}")
         return PanelView(
             source_kind=self._backend.kind,
             source_summary="no GPU telemetry" if no_telemetry else self._backend.summary,
@@ -113,6 +158,23 @@ class GuardedRun:
             elapsed_s=self._sampler.elapsed_s,
             finished=finished,
             notes=tuple(notes),
+            watch=self._watch_view(),
+        )
+
+    def _watch_view(self) -> WatchView:
+        watchdog = self.watchdog
+        progress = self.steps.snapshot()
+        if self._step_warning is None and progress.step_times and self._timeouts:
+            self._step_warning = step_warning(max(progress.step_times), self._timeouts)
+        return WatchView(
+            progress=progress,
+            started_at=watchdog.started_at,
+            now=watchdog.now,
+            stall=watchdog.stall,
+            past_stalls=tuple(watchdog.past_stalls),
+            interrupt=watchdog.interrupt,
+            interrupting=self._options.on_hang == "interrupt",
+            step_warning=self._step_warning,
         )
 
     def failed_run(self, view: PanelView) -> FailedRun:
@@ -140,7 +202,14 @@ class GuardedRun:
             0 if self._allocator_baseline is None and now is not None else self._allocator_baseline
         )
         return FailedRun(
-            view, devices, self.log_lines, self.allocator_bytes, baseline, tensorflow_settings()
+            view,
+            devices,
+            self.log_lines,
+            self.allocator_bytes,
+            baseline,
+            tensorflow_settings(),
+            hang_evidence=hang_evidence(view),
+            watchdog_interrupted=self.watchdog.interrupt is not None,
         )
 
     def allocator_peak_bytes(self, view: PanelView) -> int | None:
@@ -154,6 +223,13 @@ class GuardedRun:
         known = [reading.current_bytes for reading in readings if reading is not None]
         return sum(known) if known else None
 
+    def _stop_watching(self) -> None:
+        try:
+            self.watchdog.stop()
+        finally:
+            self._keras.detach()
+            set_active(None)
+
     def _stop_native_log(self) -> None:
         if self._native_log is not None:
             self.log_lines = self._native_log.stop()
@@ -166,6 +242,11 @@ class GuardedRun:
     def _redraw(self, _sample: object) -> None:
         assert self._panel is not None
         self._panel.draw(self.view)
+
+    def _redraw_now(self) -> None:
+        """From the watchdog thread: a stall began, goes on or ended."""
+        assert self._panel is not None
+        self._panel.draw(self.view, force=True)
 
 
 def _watched(

@@ -24,8 +24,10 @@ from .options import (
     AUTO_RETRY_RUNS,
     DEFAULT_RUNS,
     FIND_MAX_RUNS,
+    ON_HANG_CHOICES,
     GuardOptions,
     check_interval,
+    check_timeout,
     parse_device_list,
     retry_options,
 )
@@ -61,6 +63,24 @@ class GPUGuardMagics(Magics):
     )
     @magic_arguments.argument(
         "--no-panel", action="store_true", help="run guarded, but show no memory panel"
+    )
+    @magic_arguments.argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help=(
+            "seconds without progress (no step, main thread not moving) that make a stall "
+            "(default: adaptive, 10 times the median step and at least 30 s; the first step of "
+            "fit, evaluate and predict may take longer, see %%config GPUGuard.first_step_allowance)"
+        ),
+    )
+    @magic_arguments.argument(
+        "--on-hang",
+        choices=ON_HANG_CHOICES,
+        help=(
+            "on a stall, report: show the hang card (default); interrupt: also interrupt the "
+            "cell, in the thread that is stuck"
+        ),
     )
     @magic_arguments.argument(
         "--auto-retry",
@@ -116,6 +136,13 @@ class GPUGuardMagics(Magics):
         The cell itself runs exactly as without the magic. Put ``%%gpuguard`` on the first line
         of the cell, above any other cell magic.
 
+        The panel also shows steps, steps per second and time per step: Keras' ``fit``,
+        ``evaluate`` and ``predict`` report them by themselves, a custom loop by calling
+        ``ipy_gpuguard.heartbeat()`` once per step. A cell that makes no progress for longer
+        than ``--timeout`` gets a hang card while it still runs, saying where it is stuck;
+        ``--on-hang interrupt`` also interrupts it. With ``--no-panel`` a stall is reported
+        only when the cell ends.
+
         Without a GPU the cell still runs and the panel says which telemetry is missing and why.
 
         When the cell runs out of memory, the card under its traceback offers to run it again
@@ -136,7 +163,7 @@ class GPUGuardMagics(Magics):
         default="status",
         choices=["status", "simulate", "history", "retry"],
         help=(
-            "status: telemetry, devices and settings; simulate: simulated GPUs when none is "
+            "status: telemetry, devices, their GPU watchdogs and settings; simulate: simulated GPUs when none is "
             "found; history: the recent incidents; retry: run the last cell that ran out of "
             "memory again with a smaller batch, as its card's button does"
         ),
@@ -153,7 +180,8 @@ class GPUGuardMagics(Magics):
     def gpuguard_line(self, line: str) -> None:
         """Inspect and set up the GPU guard.
 
-        ``%gpuguard status`` shows the telemetry source, the devices and the settings;
+        ``%gpuguard status`` shows the telemetry source, the devices, the watchdog of each GPU
+        (Windows TDR, CUDA's run-time limit on kernels) and the settings;
         ``%gpuguard simulate 8GiB`` shows simulated GPUs where NVML finds none (``off`` to stop);
         ``%gpuguard history [N]`` shows the last N incidents (failures the guard diagnosed);
         ``%gpuguard retry [N|max]`` runs the last cell that ran out of memory again with batch
@@ -185,7 +213,10 @@ class GPUGuardMagics(Magics):
                 args.auto_retry, args.find_max, args.margin, args.min_batch, args.batch_var
             )
             retry["keep_effective_batch"] = args.keep_effective_batch
-            options = self.session.options(interval, devices, args.no_panel, retry)
+            timeout = None if args.timeout is None else check_timeout(args.timeout)
+            options = self.session.options(
+                interval, devices, args.no_panel, retry, timeout, args.on_hang
+            )
             self.session.check_devices(options)
         except ValueError as error:
             raise UsageError(f"%%gpuguard: {error}") from None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .watchdog.limits import FIRST_STEP_ALLOWANCE_S
+
 #: Sampling faster than this costs CPU and shows nothing more: peaks between two samples come
 #: from the allocator's own high-water mark (seconds).
 MIN_INTERVAL_S = 0.05
@@ -25,6 +27,9 @@ class GuardOptions:
     min_batch: int = 1
     keep_effective_batch: bool = False
     batch_var: str | None = None
+    timeout_s: float | None = None  # no progress for this long is a stall; None: adaptive
+    on_hang: str = "report"  # or "interrupt"
+    first_step_s: float = FIRST_STEP_ALLOWANCE_S
 
 
 #: Attempts of ``--auto-retry`` without a number, and with ``--find-max``.
@@ -41,6 +46,19 @@ def check_interval(interval_s: float) -> float:
             "peaks between samples come from the allocator, so faster sampling adds nothing"
         )
     return interval_s
+
+
+#: What ``--on-hang`` accepts: show the hang card only, or also interrupt the cell.
+ON_HANG_CHOICES = ("report", "interrupt")
+
+
+def check_timeout(timeout_s: float) -> float:
+    if not timeout_s > 0:  # also refuses NaN
+        raise ValueError(
+            f"--timeout is the number of seconds without progress that make a stall, like 60, "
+            f"not {timeout_s:g}"
+        )
+    return timeout_s
 
 
 def parse_device_list(text: str) -> tuple[int, ...]:

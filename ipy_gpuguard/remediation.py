@@ -39,6 +39,8 @@ class FailedRun:
     read_allocator: Callable[[], int | None]
     allocator_baseline_bytes: int | None
     settings: FrameworkSettings
+    hang_evidence: tuple[str, ...] = ()
+    watchdog_interrupted: bool = False
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,8 @@ def _context(run: FailedRun, previous_kind: Kind | None) -> Context:
         gpu_initialised=run.settings.gpu_initialised,
         memory_growth=run.settings.memory_growth,
         xla=run.settings.xla_auto_jit,
+        hang_evidence=run.hang_evidence,
+        watchdog_interrupted=run.watchdog_interrupted,
     )
 
 

@@ -20,6 +20,8 @@ from .retry_plan import failing_cell_line, plan_retry, remembered_note
 from .telemetry import DeviceBackend, open_backend
 from .telemetry.units import format_bytes, parse_size_list
 from .ui.view import PanelView
+from .watchdog import GpuTimeout, SystemTimeoutProbe, TimeoutProbe
+from .watchdog.stacks import CellNamer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +56,11 @@ class GuardSession:
         Opens the telemetry source from the ``simulate`` setting; tests pass their own.
     runner
         Runs the cells of retries; without one, no retry is offered.
+    timeout_probe
+        Reads the GPUs' own watchdogs (Windows TDR, CUDA's run-time limit); by default this
+        machine's, for NVML's GPUs only.
+    name_cell
+        Names a cell's file in the watchdog's stacks (``Cell In[5]``).
     """
 
     def __init__(
@@ -62,17 +69,23 @@ class GuardSession:
         live: bool,
         open_telemetry: Callable[[str], DeviceBackend] = open_backend,
         runner: CellRunner | None = None,
+        timeout_probe: TimeoutProbe | None = None,
+        name_cell: CellNamer | None = None,
     ) -> None:
         self.config = config
         self.live = live
         self._open_telemetry = open_telemetry
         self._runner = runner
+        self.timeout_probe = timeout_probe
+        self._name_cell = name_cell
+        self._timeouts: dict[tuple[int, ...], tuple[GpuTimeout, ...]] = {}
         self._recording: RunOutcome | None = None
         self.last_retry: CellRetry | None = None  # the last failed cell's, for %gpuguard retry
         self._backend: DeviceBackend | None = None
         self._backend_lock = threading.Lock()
         self._active: tuple[object, GuardedRun, GuardOptions, str] | None = None
         self.last_failure: Kind | None = None
+        self.last_run: GuardedRun | None = None  # the last guarded cell's, once it has ended
 
     @property
     def backend(self) -> DeviceBackend:
@@ -88,12 +101,17 @@ class GuardSession:
         devices: tuple[int, ...] | None = None,
         no_panel: bool = False,
         retry: Mapping[str, Any] | None = None,
+        timeout_s: float | None = None,
+        on_hang: str | None = None,
     ) -> GuardOptions:
         """The config's defaults with one cell's options laid over them."""
         return GuardOptions(
             interval_s=self.config.interval if interval_s is None else interval_s,
             devices=devices if devices is not None else (tuple(self.config.devices) or None),
             show_panel=self.config.panel and not no_panel,
+            timeout_s=self.config.timeout if timeout_s is None else timeout_s,
+            on_hang=on_hang or self.config.on_hang,
+            first_step_s=self.config.first_step_allowance,
             **(retry or {}),
         )
 
@@ -133,7 +151,13 @@ class GuardSession:
         if memory is not None and self._runner is not None and not self.recording_attempt:
             note = remembered_note(cell, options, self._device_bytes(options), memory)
         run = GuardedRun(
-            self.backend, options, self.live, self.config.native_log, (note,) if note else ()
+            self.backend,
+            options,
+            self.live,
+            self.config.native_log,
+            (note,) if note else (),
+            self.gpu_timeouts(options.devices),
+            self._name_cell,
         )
         run.start()
         self._active = (key, run, options, cell)
@@ -144,6 +168,7 @@ class GuardSession:
             return None
         _, run, options, cell = self._active
         self._active = None
+        self.last_run = run
         view = run.finish()
         return FinishedCell(run, view, options, cell)
 
@@ -225,6 +250,21 @@ class GuardSession:
                 error, finished.run.failed_run(finished.view), outcome, self.last_failure
             )
 
+    def gpu_timeouts(self, indices: tuple[int, ...] | None = None) -> tuple[GpuTimeout, ...]:
+        """The watchdog of each device (all, or ``indices``), read once per session."""
+        devices = tuple(
+            info for info in self.backend.devices() if indices is None or info.index in indices
+        )
+        probe = self.timeout_probe
+        if probe is None and self.backend.kind == "nvml":
+            probe = self.timeout_probe = SystemTimeoutProbe()
+        if probe is None or not devices:
+            return ()
+        key = tuple(info.index for info in devices)
+        if key not in self._timeouts:
+            self._timeouts[key] = probe.timeouts(devices)
+        return self._timeouts[key]
+
     def _device_bytes(self, options: GuardOptions) -> tuple[int, ...]:
         return tuple(
             info.total_bytes
@@ -249,6 +289,17 @@ class GuardSession:
             f"  GPU {info.index} · {info.name} · {format_bytes(info.total_bytes)}"
             for info in backend.devices()
         ]
+        timeouts = self.gpu_timeouts()
+        if timeouts:
+            lines += [f"  {timeout.text}" for timeout in timeouts]
+        elif backend.devices():
+            lines.append(f"  GPU watchdog: not read for {backend.kind} devices")
+        timeout = self.config.timeout
+        limit = f"{timeout:g} s" if timeout is not None else "adaptive"
+        lines.append(
+            f"stall watchdog: limit {limit} · first step up to "
+            f"{self.config.first_step_allowance:g} s · on hang {self.config.on_hang}"
+        )
         devices = ",".join(map(str, self.config.devices)) or "all visible"
         lines.append(
             f"settings: interval {self.config.interval:g} s · devices {devices} · "
@@ -267,5 +318,6 @@ class GuardSession:
     def _reset_backend(self) -> None:
         with self._backend_lock:
             backend, self._backend = self._backend, None
+            self._timeouts.clear()
         if backend is not None:
             backend.close()

@@ -73,5 +73,9 @@ def test_unload_stops_a_guard_left_running(shell):
 
     session = guard_magics(shell).session
     session.begin("a cell that never finished", session.options(interval_s=0.05))
-    assert sorted(guard_threads()) == ["ipy_gpuguard-native-log", "ipy_gpuguard-sampler"]
+    assert sorted(guard_threads()) == [
+        "ipy_gpuguard-native-log",
+        "ipy_gpuguard-sampler",
+        "ipy_gpuguard-watchdog",
+    ]
     # the fixture unloads the extension and asserts that no guard thread is left

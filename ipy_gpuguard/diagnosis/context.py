@@ -60,6 +60,11 @@ class Context:
     previous_kind
         The kind of this session's previous failure: an illegal address right after an
         out-of-memory error is its consequence.
+    hang_evidence
+        The watchdog's lines on the cell: the last step times, a stall and where it was.
+    watchdog_interrupted
+        The watchdog interrupted the cell (``--on-hang interrupt``): an interrupt that ends
+        it is the watchdog's, not the person's.
     """
 
     log_lines: tuple[str, ...] = ()
@@ -70,6 +75,8 @@ class Context:
     memory_growth: bool | None = None
     xla: bool | None = None
     environment: Mapping[str, str] = field(default_factory=dict)
+    hang_evidence: tuple[str, ...] = ()
+    watchdog_interrupted: bool = False
 
     @classmethod
     def of_this_process(cls) -> Context:

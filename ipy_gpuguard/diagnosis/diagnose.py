@@ -45,7 +45,7 @@ def diagnose(error: BaseException | str, context: Context | None = None) -> Diag
         report = report_from_text(error, context.log_lines)
     else:
         report = report_from_exception(error, context.log_lines)
-    found = find_rule(report, context.previous_kind)
+    found = find_rule(report, context.previous_kind, context.watchdog_interrupted)
     if found is None:
         return _unknown(report)
     rule, matched = found
@@ -54,6 +54,8 @@ def diagnose(error: BaseException | str, context: Context | None = None) -> Diag
     evidence: list[str] = []
     if rule.kind is Kind.OUT_OF_MEMORY:
         evidence += memory_evidence(facts, context)
+    if rule.kind is Kind.HANG:
+        evidence += context.hang_evidence
     evidence += _settings_evidence(rule, context)
     return Diagnosis(
         rule_id=rule.id,
@@ -68,7 +70,9 @@ def diagnose(error: BaseException | str, context: Context | None = None) -> Diag
     )
 
 
-def find_rule(report: ErrorReport, previous_kind: Kind | None = None) -> tuple[Rule, str] | None:
+def find_rule(
+    report: ErrorReport, previous_kind: Kind | None = None, watchdog_interrupted: bool = False
+) -> tuple[Rule, str] | None:
     """The first rule that recognises the error, and the line it recognised.
 
     The error's own text decides first. A symptom whose cause the framework logs defers to a
@@ -76,6 +80,8 @@ def find_rule(report: ErrorReport, previous_kind: Kind | None = None) -> tuple[R
     """
     context_texts = (*[link.text for link in report.links], *report.log_lines)
     for rule in RULES:
+        if rule.after_watchdog_interrupt and not watchdog_interrupted:
+            continue
         texts = tuple(link.text for link in report.links if _applies(rule, link))
         matched = first_match(rule.signatures, texts)
         if matched is not None and _corroborated(rule, report, context_texts, previous_kind):

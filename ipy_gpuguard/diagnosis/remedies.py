@@ -117,6 +117,18 @@ _CATALOG = (
         action="retry_smaller_batch",
     ),
     Remedy(
+        "check_input_pipeline",
+        "Check the input pipeline",
+        "A training loop whose GPU is idle while it makes no progress waits for data: a "
+        "generator blocked on a file, a network call, a queue or a lock.",
+        steps=(
+            "Call next() on the generator (or take(1) of the dataset) alone, outside fit, to see "
+            "whether it returns;",
+            "with workers or multiprocessing, try one worker, and put timeouts on queue.get() "
+            "and lock.acquire().",
+        ),
+    ),
+    Remedy(
         "update_driver",
         "Update the framework and the GPU driver",
         "Timeouts and device removals are often driver bugs fixed in later releases.",

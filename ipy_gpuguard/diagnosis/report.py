@@ -29,7 +29,7 @@ _CHAIN_SEPARATOR = re.compile(
 )
 #: ``module.TypeName: message`` or ``TypeName: message`` at the start of a line.
 _TYPE_LINE = re.compile(
-    r"^(?P<name>[A-Za-z_][\w.]*(?:Error|Exception|Exhausted|Interrupt|Exit|Warning)):",
+    r"^(?P<name>[A-Za-z_][\w.]*(?:Error|Exception|Exhausted|Interrupt|Exit|Warning))(?::|$)",
     re.MULTILINE,
 )
 

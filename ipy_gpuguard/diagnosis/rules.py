@@ -81,6 +81,9 @@ class Rule:
         matches the log wins over this one.
     in_source
         When given, one must match a code line of the traceback (the call that failed).
+    after_watchdog_interrupt
+        Only when the guard's watchdog interrupted the cell: the same ``KeyboardInterrupt``
+        from the person's stop button is theirs, and passes through untouched.
     """
 
     id: str
@@ -96,6 +99,11 @@ class Rule:
     log_only_if: tuple[str, ...] = ()
     cause_in_log: bool = False
     in_source: tuple[str, ...] = ()
+    after_watchdog_interrupt: bool = False
+
+
+#: A signature that matches any message: for a rule that its ``types`` and its context decide.
+ANY_MESSAGE = r"^"
 
 
 @cache
@@ -268,6 +276,17 @@ RULES: tuple[Rule, ...] = (
         in_log=True,
     ),
     # ---- the GPU hung or timed out ----
+    Rule(
+        "hang.watchdog.interrupted",
+        Kind.HANG,
+        "Stopped by the watchdog",
+        "The cell made no progress for longer than its limit, and the guard interrupted it "
+        "(--on-hang interrupt); the traceback above shows where it was.",
+        (r"\bWatchdogInterrupt\b", ANY_MESSAGE),
+        ("check_input_pipeline", "smaller_work", "restart_kernel"),
+        types=("KeyboardInterrupt", "WatchdogInterrupt", "UnknownError"),
+        after_watchdog_interrupt=True,
+    ),
     Rule(
         "hang.directml.device_hung",
         Kind.HANG,

@@ -8,6 +8,7 @@ traits of widgets created here on the main thread. Each redraw of a widget is on
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from html import escape
@@ -16,7 +17,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..telemetry import DeviceInfo
-from . import render
+from . import render, watch_render
 from .view import PanelView, bar_style, device_fraction
 
 #: The least time between two redraws (seconds): four a second at most.
@@ -57,10 +58,23 @@ class MemoryPanel:
         self._clock = clock
         self._last_redraw: float | None = None
         self.redraws = 0
+        self._lock = threading.Lock()  # the sampler and the watchdog both redraw
         self._title = widgets.HTML()
+        self._progress = widgets.HTML()
         self._notes = widgets.HTML()
+        self._warning = widgets.HTML()
+        self.hang_card = widgets.HTML(layout=widgets.Layout(display="none"))
         self._rows = [_DeviceRow(info) for info in devices]
-        self.widget = widgets.VBox([self._title, *(row.box for row in self._rows), self._notes])
+        self.widget = widgets.VBox(
+            [
+                self._title,
+                self._progress,
+                *(row.box for row in self._rows),
+                self._notes,
+                self._warning,
+                self.hang_card,
+            ]
+        )
 
     def draw(self, view: Callable[[], PanelView], force: bool = False) -> bool:
         """Redraw unless the last redraw was under a quarter of a second ago.
@@ -68,19 +82,30 @@ class MemoryPanel:
         ``view`` builds what to show; it is called only when a redraw is due, so a fast sampling
         interval costs no rendering work beyond four redraws a second.
         """
-        now = self._clock()
-        last = self._last_redraw
-        if not force and last is not None and now - last < MIN_REDRAW_INTERVAL_S:
-            return False
-        self._last_redraw = now
-        self._render(view())
-        return True
+        with self._lock:
+            now = self._clock()
+            last = self._last_redraw
+            if not force and last is not None and now - last < MIN_REDRAW_INTERVAL_S:
+                return False
+            self._last_redraw = now
+            self._render(view())
+            return True
 
     def _render(self, view: PanelView) -> None:
         self._title.value = f"<b>{escape(render.title_text(view))}</b>"
+        watch = view.watch
+        progress = watch_render.progress_text(watch.progress) if watch else None
+        self._progress.value = escape(progress or "")
         for row in self._rows:
             row.draw(view)
         self._notes.value = render.notes_html(view)
+        warning = watch.step_warning if watch else None
+        self._warning.value = watch_render.timeout_warning_html(warning) if warning else ""
+        card = watch_render.hang_card_html(view)
+        with self.hang_card.hold_sync():
+            self.hang_card.value = card
+            self.hang_card.layout.display = "block" if card else "none"
+        self.widget.layout.border = "2px solid #f0ad4e" if card else ""
         self.redraws += 1
 
     def close(self) -> None:
@@ -88,7 +113,14 @@ class MemoryPanel:
         for row in self._rows:
             for widget in row.widgets():
                 _close_with_parts(widget)
-        for widget in (self._title, self._notes, self.widget):
+        for widget in (
+            self._title,
+            self._progress,
+            self._notes,
+            self._warning,
+            self.hang_card,
+            self.widget,
+        ):
             _close_with_parts(widget)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:

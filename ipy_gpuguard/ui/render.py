@@ -12,6 +12,7 @@ from html import escape
 from ..telemetry import AllocatorReading, DeviceInfo, DeviceSample
 from ..telemetry.units import format_bytes
 from .view import PanelView, device_fraction, used_fraction
+from .watch_render import summary_lines
 
 _CHART_WIDTH, _CHART_HEIGHT = 240, 36
 _DEVICE_COLOUR, _ALLOCATOR_COLOUR = "#1976d2", "#7b1fa2"
@@ -88,6 +89,7 @@ def summary_text(view: PanelView) -> str:
     lines = [title_text(view)]
     lines += [peak_text(view, info) for info in view.devices]
     lines += list(view.notes)
+    lines += summary_lines(view)
     return "\n".join(lines)
 
 
@@ -98,6 +100,9 @@ def summary_html(view: PanelView) -> str:
         for info in view.devices
     )
     notes = "".join(f"<div>{escape(note)}</div>" for note in view.notes)
+    watch = "\n".join(summary_lines(view))
+    if watch:
+        notes += f'<pre style="margin:0;font-size:11px">{escape(watch)}</pre>'
     return (
         '<div class="ipy-gpuguard-summary" style="font-family:monospace;font-size:12px">'
         f"<div><b>{escape(title_text(view))}</b></div>{rows}{notes}</div>"

@@ -5,10 +5,36 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..telemetry import DeviceInfo, DevicePeak, DeviceSample, Sample
+from ..watchdog import InterruptState, ProgressSnapshot, Stall
 
 #: Fractions of device memory at which a bar turns amber, then red.
 WARNING_FRACTION = 0.85
 DANGER_FRACTION = 0.95
+
+
+@dataclass(frozen=True)
+class WatchView:
+    """The watchdog's side of the panel: progress, the stall if there is one, the interrupt.
+
+    Times of stalls are the watchdog's clock; ``started_at`` (the same clock) turns them into
+    seconds since the cell started, the panel's time.
+    """
+
+    progress: ProgressSnapshot
+    started_at: float
+    now: float
+    stall: Stall | None = None
+    past_stalls: tuple[Stall, ...] = ()
+    interrupt: InterruptState | None = None
+    interrupting: bool = False
+    step_warning: str | None = None
+
+    @property
+    def stalled_for_s(self) -> float | None:
+        return None if self.stall is None else self.now - self.stall.started_at
+
+    def elapsed_at(self, clock_time: float) -> float:
+        return clock_time - self.started_at
 
 
 @dataclass(frozen=True)
@@ -26,6 +52,7 @@ class PanelView:
     elapsed_s: float
     finished: bool = False
     notes: tuple[str, ...] = ()
+    watch: WatchView | None = None
 
     @property
     def latest(self) -> Sample | None:
@@ -39,6 +66,17 @@ class PanelView:
 
     def peak_of(self, index: int) -> DevicePeak | None:
         return next((peak for peak in self.peaks if peak.index == index), None)
+
+    def utilisation_since(self, elapsed_s: float) -> dict[int, float]:
+        """Each device's mean utilisation (percent) over the samples from ``elapsed_s`` on."""
+        readings: dict[int, list[int]] = {}
+        for sample in self.history:
+            if sample.elapsed_s < elapsed_s:
+                continue
+            for device in sample.devices:
+                if device.device.utilization_percent is not None:
+                    readings.setdefault(device.index, []).append(device.device.utilization_percent)
+        return {index: sum(values) / len(values) for index, values in readings.items()}
 
 
 def device_fraction(info: DeviceInfo, sample: DeviceSample | None) -> float | None:

@@ -22,10 +22,24 @@ def expected_rule(case: Path) -> str:
     return case.parent.name
 
 
+#: Rules that only the watchdog's own interrupt makes match.
+AFTER_WATCHDOG = {rule.id for rule in RULES if rule.after_watchdog_interrupt}
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda case: f"{case.parent.name}/{case.stem}")
 def test_each_corpus_case_gets_its_rule(case):
-    diagnosis = diagnose(case.read_text(), Context())
+    context = Context(watchdog_interrupted=expected_rule(case) in AFTER_WATCHDOG)
+    diagnosis = diagnose(case.read_text(), context)
     assert diagnosis.rule_id == expected_rule(case), diagnosis.matched
+
+
+@pytest.mark.parametrize(
+    "case",
+    [case for case in CASES if expected_rule(case) in AFTER_WATCHDOG],
+    ids=lambda case: case.stem,
+)
+def test_the_same_interrupt_without_the_watchdog_is_the_persons_and_gets_no_card(case):
+    assert diagnose(case.read_text(), Context()).kind is Kind.UNKNOWN
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,208 @@
+"""The watchdog's findings as text and escaped HTML: progress, the hang card, the TDR warning.
+
+Pure functions of a :class:`.view.PanelView`, like :mod:`.render`: the live panel, the frozen
+summary, the terminal and the diagnosis' evidence all read the same lines.
+"""
+
+from __future__ import annotations
+
+import statistics
+from html import escape
+
+from ..diagnosis import REMEDIES
+from ..watchdog import RAISED, SIGNALLED, STUCK, ProgressSnapshot, Stall, ThreadStack
+from .view import PanelView, WatchView
+
+#: Utilisation during a stall at or above which the GPU is busy in one long kernel, and at or
+#: below which it is waiting for work (percent).
+BUSY_PERCENT, IDLE_PERCENT = 90, 10
+#: The catalog's remedies for steps near the GPU's timeout, in the order the panel lists them.
+TIMEOUT_REMEDIES = ("smaller_work", "tcc_mode", "tdr_registry")
+_AMBER = "#b26a00"
+
+
+def duration_text(seconds: float) -> str:
+    """``120 ms``, ``1.4 s``, ``95 s``."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
+
+
+def progress_text(progress: ProgressSnapshot) -> str | None:
+    """``120 steps · 8.3 steps/s · 120 ms/step · fit``; ``None`` before anything reports steps."""
+    if progress.steps == 0 and progress.phase is None:
+        return None
+    parts = [f"{progress.steps} step{'s' * (progress.steps != 1)}"]
+    median = progress.median_step_s
+    if median:
+        parts += [f"{1 / median:.1f} steps/s", f"{duration_text(median)}/step"]
+    if progress.phase:
+        first = " (first step: tracing and compiling)" if progress.first_step_pending else ""
+        parts.append(progress.phase + first)
+    return " · ".join(parts)
+
+
+def stall_title(watch: WatchView) -> str:
+    stall = watch.stall
+    assert stall is not None
+    return (
+        f"No progress for {duration_text(watch.now - stall.started_at)} "
+        f"(limit {duration_text(stall.limit_s)})"
+    )
+
+
+def stall_facts(view: PanelView, stall: Stall, watch: WatchView) -> list[str]:
+    """When the stall began, the pace before it, and what the GPU did during it."""
+    lines = [_position_text(stall)]
+    for index, percent in sorted(
+        view.utilisation_since(watch.elapsed_at(stall.started_at)).items()
+    ):
+        lines.append(f"GPU {index} utilisation during the stall: {percent:.0f}%{_meaning(percent)}")
+    return lines
+
+
+def where_lines(threads: tuple[ThreadStack, ...]) -> list[str]:
+    """Each thread's own frames (the last three), the library call and the line it waits on."""
+    lines = []
+    for thread in threads:
+        lines.append("main thread:" if thread.is_main else f"{thread.name}, running your code:")
+        hidden = len(thread.user_frames) - 3
+        if hidden > 0:
+            lines.append(f"  ... {hidden} outer frame{'s' * (hidden != 1)}")
+        lines += [f"  {frame}" for frame in thread.user_frames[-3:]]
+        if thread.calls_into:
+            lines.append(f"  -> inside {thread.calls_into}")
+        if thread.waits_in is not None:
+            lines.append(f"  waits in {thread.waits_in}")
+    return lines
+
+
+def action_lines(watch: WatchView) -> list[str]:
+    """What the person can do now, or what the watchdog's interrupt has done."""
+    stall = watch.stall
+    worker = stall.where.worker if stall is not None else None
+    state = watch.interrupt
+    if state is None and not watch.interrupting:
+        lines = ["Press the stop button (Interrupt the kernel) to end the cell."]
+        if worker is not None:
+            lines.append(
+                "It may not land while the main thread waits inside the framework for the thread "
+                "that runs your code; %%gpuguard --on-hang interrupt raises in that thread."
+            )
+        lines.append("If nothing stops it, Kernel > Restart is the way out.")
+        return lines
+    if state is None:
+        return ["Interrupting the cell (--on-hang interrupt)..."]
+    if state.stage == RAISED:
+        return [f"Interrupting the cell (--on-hang interrupt): raised in {state.target}."]
+    if state.stage == SIGNALLED:
+        return [
+            f"The interrupt raised in {state.target} has not landed; sent SIGINT to the main "
+            "thread, as the stop button does."
+        ]
+    assert state.stage == STUCK
+    return [
+        "The interrupt cannot land: the cell is inside one native call that Python cannot stop "
+        "(a long sleep, a lock without a timeout, a GPU wait).",
+        "Restart the kernel (Kernel > Restart); nothing inside the kernel can stop it.",
+    ]
+
+
+def hang_card_html(view: PanelView) -> str:
+    """The live hang card, filled while the cell still runs; empty when there is no stall."""
+    watch = view.watch
+    if watch is None or watch.stall is None:
+        return ""
+    facts = "".join(f"<li>{escape(line)}</li>" for line in stall_facts(view, watch.stall, watch))
+    where = escape("\n".join(where_lines(watch.stall.where.threads)))
+    actions = "".join(f"<div>{escape(line)}</div>" for line in action_lines(watch))
+    return (
+        f'<div class="ipy-gpuguard-hang" style="border-left:4px solid {_AMBER};padding:4px 8px">'
+        f"<b>{escape(stall_title(watch))}</b><ul>{facts}</ul>"
+        f'<pre style="font-size:11px;margin:0">{where}</pre>'
+        f'<div style="margin-top:4px">{actions}</div></div>'
+    )
+
+
+def timeout_warning_html(warning: str) -> str:
+    """The TDR warning with the catalog's remedies for it."""
+    remedies = "".join(
+        f"<li><b>{escape(REMEDIES[remedy].title)}</b>: {escape(REMEDIES[remedy].why)}</li>"
+        for remedy in TIMEOUT_REMEDIES
+    )
+    return (
+        f'<div class="ipy-gpuguard-tdr" style="color:{_AMBER}"><b>{escape(warning)}</b>'
+        f"<ul>{remedies}</ul></div>"
+    )
+
+
+def timeout_warning_lines(warning: str) -> list[str]:
+    return [warning, *(f"  - {REMEDIES[remedy].title}" for remedy in TIMEOUT_REMEDIES)]
+
+
+def summary_lines(view: PanelView) -> list[str]:
+    """The frozen panel's lines: progress, each stall in one line, the TDR warning."""
+    watch = view.watch
+    if watch is None:
+        return []
+    lines = []
+    progress = progress_text(watch.progress)
+    if progress:
+        lines.append(progress)
+    for stall in watch.past_stalls:
+        assert stall.resumed_at is not None
+        lines.append(
+            f"stalled for {duration_text(stall.resumed_at - stall.started_at)} at "
+            f"{duration_text(watch.elapsed_at(stall.started_at))}, then went on"
+        )
+    if watch.stall is not None:
+        ending = "interrupted by the watchdog" if watch.interrupt else "still stalled when it ended"
+        lines.append(f"{stall_title(watch)}; {ending}")
+        lines += where_lines(watch.stall.where.threads)
+    if watch.step_warning:
+        lines += timeout_warning_lines(watch.step_warning)
+    return lines
+
+
+def hang_evidence(view: PanelView) -> tuple[str, ...]:
+    """Lines for a hang's diagnosis: the last step times before the failure, and the stall."""
+    watch = view.watch
+    if watch is None:
+        return ()
+    lines = []
+    times = watch.stall.step_times if watch.stall else watch.progress.step_times[-8:]
+    if times:
+        lines.append(
+            "Last step times before the failure: "
+            + ", ".join(duration_text(seconds) for seconds in times)
+            + "."
+        )
+    if watch.stall is not None:
+        lines.append(f"{stall_title(watch)}.")
+        lines += stall_facts(view, watch.stall, watch)
+        lines += where_lines(watch.stall.where.threads)
+    if watch.step_warning:
+        lines.append(watch.step_warning)
+    return tuple(lines)
+
+
+def _position_text(stall: Stall) -> str:
+    if stall.phase is None and stall.steps == 0:
+        return "The main thread has not moved: it is inside one call."
+    where = f"after step {stall.steps}" if stall.steps else "before the first step"
+    if stall.phase:
+        where += f" of {stall.phase}"
+    pace = ""
+    if stall.last_step_s is not None:
+        pace = f"; the last step took {duration_text(stall.last_step_s)}"
+    if stall.step_times:
+        pace += f", the median {duration_text(statistics.median(stall.step_times))}"
+    return f"Stalled {where}{pace}."
+
+
+def _meaning(percent: float) -> str:
+    if percent >= BUSY_PERCENT:
+        return " (busy: one very long GPU kernel, or a GPU stuck in one)"
+    if percent <= IDLE_PERCENT:
+        return " (idle: the GPU is waiting, for the input pipeline or a lock)"
+    return ""

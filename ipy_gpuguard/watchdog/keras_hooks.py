@@ -1,0 +1,148 @@
+"""A heartbeat callback on every Keras ``fit``, ``evaluate`` and ``predict`` of one guarded cell.
+
+The person writes nothing: while the cell runs, every ``CallbackList`` that Keras makes (one per
+``fit``, ``evaluate`` and ``predict``; the validation inside ``fit`` shares its list) also holds a
+:class:`HeartbeatCallback`, and when the cell ends, however it ends, Keras is put back.
+Wrapping ``CallbackList`` rather than ``fit`` keeps the guard's frames out of the person's
+traceback. Only Keras modules the cell has imported are
+touched (the watchdog looks again at every tick, for a cell that imports Keras itself); the
+guard never imports a framework.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+import threading
+from collections.abc import Callable, MutableMapping
+from types import ModuleType
+from typing import Any
+
+from .progress import StepRecorder
+
+#: Keras 3 (which ``tf.keras`` is since TensorFlow 2.16), and Keras 2 as the ``tf_keras`` package.
+KERAS_MODULES = ("keras", "tf_keras")
+_PHASES = {"train": "fit", "test": "evaluate", "predict": "predict"}
+_ABSENT = object()
+
+
+class KerasHooks:
+    """Puts the heartbeat callback into the Keras modules already imported, and takes it out."""
+
+    def __init__(
+        self, recorder: StepRecorder, modules: MutableMapping[str, ModuleType] | None = None
+    ) -> None:
+        self._recorder = recorder
+        self._modules = sys.modules if modules is None else modules
+        self._lock = threading.Lock()
+        self._patched: dict[str, tuple[type, object, object]] = {}
+
+    @property
+    def attached(self) -> tuple[str, ...]:
+        """The Keras modules whose loops report steps now."""
+        return tuple(sorted(self._patched))
+
+    def attach_new(self) -> None:
+        """Wrap the ``CallbackList`` of every Keras module imported since the last call."""
+        with self._lock:
+            for name in KERAS_MODULES:
+                module = self._modules.get(name)
+                if name in self._patched or module is None or _still_importing(module):
+                    continue
+                callbacks = getattr(module, "callbacks", None)
+                callback_list = getattr(callbacks, "CallbackList", None)
+                base = getattr(callbacks, "Callback", None)
+                if isinstance(callback_list, type) and isinstance(base, type):
+                    original = callback_list.__dict__.get("__init__", _ABSENT)
+                    wrapper = _with_heartbeat(
+                        callback_list.__init__,  # type: ignore[misc]
+                        heartbeat_callback_class(base),
+                        self._recorder,
+                    )
+                    callback_list.__init__ = wrapper  # type: ignore[misc]
+                    self._patched[name] = (callback_list, original, wrapper)
+
+    def detach(self) -> None:
+        """Put every wrapped method back (unless something else replaced it meanwhile)."""
+        with self._lock:
+            for owner, original, wrapper in self._patched.values():
+                if owner.__dict__.get("__init__") is not wrapper:
+                    continue
+                if original is _ABSENT:
+                    delattr(owner, "__init__")
+                else:
+                    owner.__init__ = original  # type: ignore[misc]
+            self._patched.clear()
+
+
+def _still_importing(module: ModuleType) -> bool:
+    """A module whose import has begun but not ended (the cell is importing it right now)."""
+    return bool(getattr(getattr(module, "__spec__", None), "_initializing", False))
+
+
+def _with_heartbeat(
+    init: Callable[..., None], callback_class: type, recorder: StepRecorder
+) -> Callable[..., None]:
+    """``CallbackList.__init__`` that also puts a heartbeat callback in the list.
+
+    The callback goes in through the ``callbacks`` argument, not appended afterwards: Keras 2
+    decides at construction whether any callback wants the per-batch hooks.
+    """
+    position = list(inspect.signature(init).parameters).index("callbacks")
+
+    @functools.wraps(init)
+    def with_heartbeat(*args: Any, **kwargs: Any) -> None:
+        heartbeat = callback_class(recorder)
+        if len(args) > position:
+            args = (*args[:position], _added(args[position], heartbeat), *args[position + 1 :])
+        else:
+            kwargs["callbacks"] = _added(kwargs.get("callbacks"), heartbeat)
+        init(*args, **kwargs)
+
+    return with_heartbeat
+
+
+def _added(callbacks: Any, heartbeat: Any) -> list[Any]:
+    """The person's callbacks (none, one, or a list) and the heartbeat."""
+    if callbacks is None:
+        return [heartbeat]
+    if isinstance(callbacks, list | tuple):
+        return [*callbacks, heartbeat]
+    return [callbacks, heartbeat]
+
+
+@functools.cache
+def heartbeat_callback_class(base: type) -> type:
+    """A callback of the Keras whose ``Callback`` is ``base`` that reports steps and phases."""
+
+    class HeartbeatCallback(base):  # type: ignore[misc]
+        """Reports each batch's end to the guard's step recorder; never reads the logs."""
+
+        async_safe = True  # Keras 3: keeps asynchronous dispatch on backends that have it
+        _supports_tf_logs = True  # Keras 2: no conversion of the logs to NumPy for this callback
+
+        def __init__(self, recorder: StepRecorder) -> None:
+            super().__init__()
+            self._recorder = recorder
+
+        def on_train_begin(self, logs: Any = None) -> None:
+            self._recorder.begin_phase(_PHASES["train"])
+
+        def on_test_begin(self, logs: Any = None) -> None:
+            self._recorder.begin_phase(_PHASES["test"])
+
+        def on_predict_begin(self, logs: Any = None) -> None:
+            self._recorder.begin_phase(_PHASES["predict"])
+
+        def on_train_end(self, logs: Any = None) -> None:
+            self._recorder.end_phase()
+
+        on_test_end = on_predict_end = on_train_end
+
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            self._recorder.step()
+
+        on_test_batch_end = on_predict_batch_end = on_train_batch_end
+
+    return HeartbeatCallback

@@ -1,0 +1,192 @@
+"""Where the cell's threads are: stacks read from another thread, cut to the person's frames.
+
+A stack of a stuck training cell is mostly the framework's (sixty frames of Keras and
+TensorFlow); what helps is the person's own frames, the framework call they are in, and the
+line the thread waits on. The main thread is always shown; another thread only when it runs
+the person's code, such as the generator that ``tf.data`` runs on a thread of its own.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import site
+import sys
+import sysconfig
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from types import FrameType
+
+#: Names a cell's file for people: ``Cell In[5]``; ``None`` for a file that is not a cell.
+CellNamer = Callable[[str], str | None]
+
+_OWN_THREADS = "ipy_gpuguard"
+#: A thread the threading module does not know (one a library started in C++) until named.
+_UNNAMED = "thread "
+#: Source lines are cut to this many characters: one line of a card.
+_CODE_WIDTH = 80
+
+
+@dataclass(frozen=True)
+class FrameLine:
+    """One frame, as a person reads it: ``Cell In[5], line 3, in batches: time.sleep(0.05)``."""
+
+    place: str
+    line: int
+    function: str
+    code: str
+
+    def __str__(self) -> str:
+        code = f": {self.code}" if self.code else ""
+        return f"{self.place}, line {self.line}, in {self.function}{code}"
+
+
+@dataclass(frozen=True)
+class ThreadStack:
+    """One thread's stack, shortened.
+
+    Parameters
+    ----------
+    user_frames
+        The person's own frames, outermost first (cells, and files outside the installed
+        packages and the standard library).
+    calls_into
+        The library the innermost person's frame called (``keras``).
+    waits_in
+        The innermost frame when it is a library's (``threading.py, line 331, in wait``).
+    run_by_library
+        The thread runs the person's code on behalf of a library (``tf.data`` runs a Python
+        generator on a thread of its own): the likely place of a stuck input pipeline.
+    """
+
+    name: str
+    ident: int
+    is_main: bool
+    user_frames: tuple[FrameLine, ...]
+    calls_into: str | None = None
+    waits_in: FrameLine | None = None
+    run_by_library: bool = False
+
+
+@dataclass(frozen=True)
+class StackReport:
+    """The main thread, then the other threads that run the person's code."""
+
+    threads: tuple[ThreadStack, ...]
+
+    @property
+    def worker(self) -> ThreadStack | None:
+        """A thread a library runs the person's code on: the first to interrupt."""
+        return next((thread for thread in self.threads if thread.run_by_library), None)
+
+
+def capture_stacks(name_cell: CellNamer = lambda filename: None) -> StackReport:
+    """Read the stacks of the main thread and of every thread running the person's code."""
+    frames = sys._current_frames()
+    names = {thread.ident: thread.name for thread in threading.enumerate()}
+    main = threading.main_thread().ident
+    stacks = []
+    for ident, frame in frames.items():
+        name = names.get(ident, f"{_UNNAMED}{ident}")
+        if ident == threading.get_ident() or name.startswith(_OWN_THREADS):
+            continue
+        stack = shorten(frame, name, ident, ident == main, name_cell)
+        if stack.is_main or stack.user_frames:
+            stacks.append(stack)
+    stacks.sort(key=lambda stack: not stack.is_main)
+    return StackReport(tuple(stacks))
+
+
+def shorten(
+    frame: FrameType, name: str, ident: int, is_main: bool, name_cell: CellNamer
+) -> ThreadStack:
+    """One thread's stack, cut to the person's frames, the call they are in, and the wait."""
+    chain: list[FrameType] = []
+    current: FrameType | None = frame
+    while current is not None:
+        chain.append(current)
+        current = current.f_back
+    chain.reverse()  # outermost first
+    chain = [f for f in chain if library_of(f.f_code.co_filename) != _OWN_THREADS]
+    owned = [is_users(f.f_code.co_filename) for f in chain]
+    user_frames = tuple(_line(f, name_cell) for f, mine in zip(chain, owned, strict=True) if mine)
+    calls_into = waits_in = None
+    if user_frames and not owned[-1]:
+        last_mine = max(index for index, mine in enumerate(owned) if mine)
+        called = chain[last_mine + 1]
+        calls_into = library_of(called.f_code.co_filename)
+        waits_in = _line(chain[-1], name_cell)
+    elif not user_frames and chain:
+        waits_in = _line(chain[-1], name_cell)
+    first_mine = owned.index(True) if True in owned else len(chain)
+    libraries = [library_of(f.f_code.co_filename) for f in chain[:first_mine]]
+    runner = next((library for library in libraries if library != "python"), None)
+    if not is_main and runner is not None and name.startswith(_UNNAMED):
+        name = f"a {runner} thread"
+    run_by_library = not is_main and bool(user_frames) and runner is not None
+    return ThreadStack(name, ident, is_main, user_frames, calls_into, waits_in, run_by_library)
+
+
+def main_thread_position() -> tuple[int, int, int] | None:
+    """Where the main thread is: its innermost frame, that frame's line, and the stack's depth.
+
+    Two equal positions a while apart mean the main thread has not moved: it is inside one
+    native call (or the same line came round again exactly at both looks).
+    """
+    frame = sys._current_frames().get(threading.main_thread().ident or -1)
+    if frame is None:
+        return None
+    depth = 0
+    current_frame: FrameType | None = frame
+    while current_frame is not None:
+        depth, current_frame = depth + 1, current_frame.f_back
+    return id(frame), frame.f_lineno, depth
+
+
+def is_users(filename: str) -> bool:
+    """Whether a file is the person's: a cell, or a file outside Python and its packages."""
+    if filename.startswith("<"):
+        return filename.startswith("<ipython-input-")
+    path = os.path.realpath(filename)
+    return not any(path.startswith(root) for root in _library_roots())
+
+
+def library_of(filename: str) -> str:
+    """The top-level package a library file belongs to (``keras``); ``python`` for the stdlib."""
+    path = os.path.realpath(filename)
+    for root, label in _library_roots().items():
+        if path.startswith(root):
+            return label or path[len(root) :].split(os.sep)[0].removesuffix(".py")
+    return os.path.basename(filename)
+
+
+@cache
+def _library_roots() -> dict[str, str | None]:
+    """Installed packages (labelled by their first folder), this package, the standard library.
+
+    Packages come first: in an installation without a virtual environment, ``site-packages``
+    lies inside the standard library's folder.
+    """
+    paths = sysconfig.get_paths()
+    package_dirs = (paths["purelib"], paths["platlib"], site.getusersitepackages())
+    roots: dict[str, str | None] = {_root(path): None for path in package_dirs}
+    roots[_root(os.path.dirname(os.path.dirname(__file__)))] = "ipy_gpuguard"
+    for key in ("stdlib", "platstdlib"):
+        roots.setdefault(_root(paths[key]), "python")
+    return roots
+
+
+def _root(path: str) -> str:
+    return os.path.join(os.path.realpath(path), "")
+
+
+def _line(frame: FrameType, name_cell: CellNamer) -> FrameLine:
+    filename = frame.f_code.co_filename
+    line = frame.f_lineno or 0
+    place = name_cell(filename) or os.path.basename(filename)
+    code = linecache.getline(filename, line).strip()
+    if len(code) > _CODE_WIDTH:
+        code = code[: _CODE_WIDTH - 3] + "..."
+    return FrameLine(place, line, frame.f_code.co_name, code)

@@ -1,0 +1,138 @@
+"""The watchdog on real Keras ``fit`` calls in a real IPython shell (acceptance of the watchdog).
+
+The shell has no kernel, so the panel ends as a text summary and the card prints; the live card
+inside a kernel is tested in ``tests/kernel/test_kernel_watchdog.py``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ipy_gpuguard.watchdog import RAISED, SystemTimeoutProbe
+
+from .conftest import guard_magics, guard_threads
+from .watch_cells import GENERATOR, SLOW_FIRST_STEP
+from .watchdog.fakes import NVML_DRIVER_WDDM, fake_nvml
+
+
+@pytest.fixture
+def keras_shell(shell):
+    assert shell.run_cell(GENERATOR).success
+    return shell
+
+
+def last_run(shell):
+    run = guard_magics(shell).session.last_run
+    assert run is not None
+    return run
+
+
+def test_a_blocked_generator_is_reported_in_time_with_its_frame_and_interrupted(
+    keras_shell, capsys
+):
+    result = keras_shell.run_cell(
+        "%%gpuguard --timeout 2 --on-hang interrupt --interval 0.5\n"
+        "model.fit(batches(block_after=3), steps_per_epoch=50, epochs=1, verbose=0)"
+    )
+
+    assert "WatchdogInterrupt" in str(result.error_in_exec)  # TensorFlow's error wraps it
+    watchdog = last_run(keras_shell).watchdog
+    stall = watchdog.stall
+    assert stall is not None
+    assert stall.steps == 3
+    assert 2.0 <= stall.detected_at - stall.started_at <= 2.0 + 0.5
+    (worker,) = [thread for thread in stall.where.threads if not thread.is_main]
+    assert worker.run_by_library
+    assert worker.user_frames[-1].function == "batches"
+    assert worker.user_frames[-1].code == "time.sleep(0.05)"
+    assert watchdog.interrupt is not None
+    assert watchdog.interrupt.stage == RAISED
+    assert "batches()" in watchdog.interrupt.target
+    printed = capsys.readouterr().out
+    assert "Stopped by the watchdog [hang.watchdog.interrupted]" in printed
+    assert "in batches: time.sleep(0.05)" in printed
+    assert "Last step times before the failure" in printed
+    assert guard_threads() == []
+
+
+def test_steps_of_half_a_second_are_no_stall_under_a_two_second_timeout(keras_shell):
+    result = keras_shell.run_cell(
+        "%%gpuguard --timeout 2\n"
+        "history = model.fit(batches(step_s=0.5), steps_per_epoch=6, epochs=1, verbose=0)"
+    )
+
+    assert result.success
+    run = last_run(keras_shell)
+    assert run.watchdog.stalls == ()
+    progress = run.steps.snapshot()
+    assert progress.steps == 6
+    assert progress.median_step_s == pytest.approx(0.5, abs=0.15)
+
+
+def test_a_first_step_that_compiles_longer_than_the_timeout_is_no_stall(keras_shell):
+    assert keras_shell.run_cell(SLOW_FIRST_STEP.format(seconds=3)).success
+    result = keras_shell.run_cell(
+        "%%gpuguard --timeout 2\n"
+        "import numpy as np\n"
+        "slow_model.fit(np.zeros((64, 4)), np.zeros((64, 1)), batch_size=8, verbose=0)"
+    )
+
+    assert result.success
+    run = last_run(keras_shell)
+    assert run.watchdog.stalls == ()
+    assert run.steps.snapshot().steps == 8
+    assert run.view().elapsed_s > 3.0  # the first step did outlast the timeout
+
+
+def test_steps_near_a_windows_gpus_timeout_are_warned_of(keras_shell, capsys):
+    session = guard_magics(keras_shell).session
+    session.timeout_probe = SystemTimeoutProbe(
+        platform="win32",
+        read_registry=lambda: {"TdrDelay": 2},
+        nvml=fake_nvml(NVML_DRIVER_WDDM, display_active=True),
+    )
+    result = keras_shell.run_cell(
+        "%%gpuguard\nmodel.fit(batches(step_s=1.2), steps_per_epoch=3, epochs=1, verbose=0)"
+    )
+
+    assert result.success
+    printed = capsys.readouterr().out
+    assert "steps take 1.2 s; this GPU is reset after 2 s" in printed
+    assert "WDDM GPU and drives a display" in printed
+    assert "Switch the GPU to TCC mode (Windows)" in printed
+    assert "Lengthen the Windows GPU timeout (advanced)" in printed
+    assert last_run(keras_shell).watchdog.stalls == ()
+
+
+def heartbeats_in(shell, cell_prefix=""):
+    assert shell.run_cell(cell_prefix + "made = keras.callbacks.CallbackList([])").success
+    return [type(cb).__name__ for cb in shell.user_ns["made"].callbacks].count("HeartbeatCallback")
+
+
+def test_keras_reports_steps_in_guarded_cells_only_and_is_put_back(keras_shell):
+    import keras
+
+    init = keras.callbacks.CallbackList.__init__
+    assert heartbeats_in(keras_shell, "%%gpuguard\n") == 1
+    assert keras.callbacks.CallbackList.__init__ is init
+    assert keras_shell.run_cell("%%gpuguard\nraise ValueError('mid-cell')").error_in_exec
+    assert keras.callbacks.CallbackList.__init__ is init
+    assert heartbeats_in(keras_shell) == 0
+
+
+def test_a_cell_that_imports_keras_itself_still_reports_steps(shell, monkeypatch):
+    """The watchdog attaches to a Keras imported during the cell, at its next look."""
+    import sys
+
+    for name in [name for name in sys.modules if name == "keras" or name.startswith("keras.")]:
+        monkeypatch.delitem(sys.modules, name)
+    result = shell.run_cell(
+        "%%gpuguard --interval 0.1\n"
+        "import time, numpy as np, keras\n"
+        "time.sleep(0.3)\n"
+        "model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])\n"
+        "model.compile('sgd', 'mse')\n"
+        "model.fit(np.zeros((32, 4)), np.zeros((32, 1)), batch_size=8, verbose=0)"
+    )
+    assert result.success
+    assert last_run(shell).steps.snapshot().steps == 4
