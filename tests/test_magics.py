@@ -63,6 +63,9 @@ def test_keyboard_interrupt_passes_through_untouched(shell, capsys):
         ("--interval 0", "the interval must be at least 0.05 seconds"),
         ("--devices a,b", "'a,b' is not a list of device indices like 0 or 0,1"),
         ("--devices 3", "no device 3: the visible devices are 0"),
+        ("--timeout 0", "--timeout is the number of seconds without progress"),
+        ("--timeout soon", "argument --timeout: invalid float value: 'soon'"),
+        ("--on-hang explode", "argument --on-hang: invalid choice: 'explode'"),
     ],
 )
 def test_a_wrong_option_is_one_line_and_the_cell_does_not_run(shell, capsys, line, message):
@@ -103,6 +106,40 @@ def test_status_names_the_source_devices_and_settings(shell, capsys):
     assert "telemetry: simulated" in out
     assert "GPU 0 · Simulated GPU (8.00 GiB) · 8.00 GiB" in out
     assert "interval 0.25 s" in out
+    assert "GPU watchdog: not read for simulated devices" in out
+    assert "stall watchdog: limit adaptive · first step up to 120 s · on hang report" in out
+
+
+def test_status_shows_each_gpus_watchdog(shell, capsys):
+    from ipy_gpuguard.watchdog import SystemTimeoutProbe
+
+    from .watchdog.fakes import NVML_DRIVER_WDDM, fake_nvml
+
+    guard_magics(shell).session.timeout_probe = SystemTimeoutProbe(
+        platform="win32",
+        read_registry=lambda: {"TdrDelay": 5},
+        nvml=fake_nvml(NVML_DRIVER_WDDM, display_active=False),
+    )
+    guard_magics(shell).session.config.timeout = 60
+    run(shell, "%gpuguard status")
+    out = capsys.readouterr().out
+    assert (
+        "GPU 0 · watchdog on: Windows resets this WDDM GPU when one piece of work runs past 5 s"
+        in out
+    )
+    assert "stall watchdog: limit 60 s" in out
+
+
+def test_a_wrong_watchdog_setting_says_what_is_wanted():
+    from traitlets import TraitError
+
+    from ipy_gpuguard.config import GPUGuard
+
+    with pytest.raises(TraitError, match=r"GPUGuard\.timeout: --timeout is the number of seconds"):
+        GPUGuard(timeout=-3)
+    with pytest.raises(TraitError, match="'panic'"):
+        GPUGuard(on_hang="panic")
+    assert GPUGuard(on_hang="Interrupt").on_hang == "interrupt"
 
 
 def test_simulate_switches_devices(shell, capsys):
@@ -129,6 +166,9 @@ def test_help_documents_the_options(shell):
     cell_help = guard_magics(shell).gpuguard_cell.__doc__
     assert "--interval SECONDS" in cell_help
     assert "--no-panel" in cell_help
+    assert "--timeout SECONDS" in cell_help
+    assert "--on-hang {report,interrupt}" in cell_help
+    assert "ipy_gpuguard.heartbeat()" in cell_help
     assert "Run a cell under the GPU guard" in cell_help
     assert "simulate" in guard_magics(shell).gpuguard_line.__doc__
 

@@ -43,6 +43,7 @@ class Execution:
 @contextmanager
 def kernel(**env: str) -> Iterator[Any]:
     manager, client = start_new_kernel(kernel_name="python3", env={**os.environ, **env})
+    client.manager = manager  # for interrupts, as the stop button sends them
     try:
         yield client
     finally:
@@ -52,7 +53,11 @@ def kernel(**env: str) -> Iterator[Any]:
 
 def execute(client: Any, code: str, timeout: float = 120) -> Execution:
     """Run ``code`` and collect every iopub message until the kernel is idle again."""
-    msg_id = client.execute(code)
+    return collect(client, client.execute(code), timeout)
+
+
+def collect(client: Any, msg_id: str, timeout: float = 120) -> Execution:
+    """Every iopub message of the request ``msg_id`` until the kernel is idle, and its reply."""
     iopub = []
     while True:
         msg = client.get_iopub_msg(timeout=timeout)

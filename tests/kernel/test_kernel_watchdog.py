@@ -1,0 +1,74 @@
+"""In a real kernel: the hang card streams in while the stuck cell still runs, and the person's
+own interrupt (the stop button) passes through as IPython shows it, with no hang card."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ipy_gpuguard.ui.card_render import CARD_MIME
+
+from ..watch_cells import GENERATOR
+from .client import collect, evaluate, execute, kernel
+from .test_kernel_panel import GUARD_THREADS
+
+pytestmark = pytest.mark.kernel
+
+
+@pytest.fixture(scope="module")
+def client():
+    with kernel(GPUGUARD_SIMULATE="8GiB", TF_ENABLE_ONEDNN_OPTS="0") as client:
+        assert execute(client, "%load_ext ipy_gpuguard").status == "ok"
+        assert execute(client, GENERATOR, timeout=180).status == "ok"
+        yield client
+
+
+def hang_card_updates(execution):
+    """The ``comm_msg`` updates that filled the hang card, in order."""
+    return [
+        msg
+        for msg in execution.of_type("comm_msg")
+        if "No progress for" in str(msg["content"]["data"].get("state", {}).get("value", ""))
+    ]
+
+
+def test_the_hang_card_fills_while_the_cell_runs_and_the_interrupt_ends_it(client):
+    run = execute(
+        client,
+        "%%gpuguard --timeout 2 --on-hang interrupt --interval 0.25\n"
+        "model.fit(batches(block_after=3), steps_per_epoch=50, epochs=1, verbose=0)",
+        timeout=180,
+    )
+
+    assert run.status == "error"
+    (error,) = run.of_type("error")
+    updates = hang_card_updates(run)
+    assert updates, "the hang card was never filled"
+    first = updates[0]
+    assert "in batches: time.sleep(0.05)" in first["content"]["data"]["state"]["value"]
+    assert first["header"]["date"] < error["header"]["date"]  # while the cell still ran
+    cards = [m for m in run.of_type("display_data") if CARD_MIME in m["content"]["data"]]
+    (card,) = cards
+    assert card["content"]["data"][CARD_MIME]["rule_id"] == "hang.watchdog.interrupted"
+    assert evaluate(client, GUARD_THREADS) == "[]"
+
+
+def test_the_persons_own_interrupt_is_ipythons_keyboard_interrupt_and_no_card(client):
+    msg_id = client.execute(
+        "%%gpuguard --timeout 2\n"
+        "model.fit(batches(step_s=0.05), steps_per_epoch=400, epochs=1, verbose=0)"
+    )
+    time.sleep(4)  # the fit has started and steps
+    client.manager.interrupt_kernel()
+    run = collect(client, msg_id, timeout=120)
+
+    assert run.status == "error"
+    assert run.reply["content"]["ename"] == "KeyboardInterrupt"
+    (error,) = run.of_type("error")
+    assert error["content"]["ename"] == "KeyboardInterrupt"
+    assert not hang_card_updates(run)
+    assert not [m for m in run.of_type("display_data") if CARD_MIME in m["content"]["data"]]
+    (frozen,) = run.of_type("update_display_data")
+    assert "No progress" not in frozen["content"]["data"]["text/plain"]
+    assert evaluate(client, GUARD_THREADS) == "[]"

@@ -1,0 +1,134 @@
+"""The watchdog thread on real threads and real time, with limits of a fraction of a second."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from ipy_gpuguard.watchdog import (
+    RAISED,
+    STUCK,
+    StallLimits,
+    StepRecorder,
+    Watchdog,
+    WatchdogInterrupt,
+    capture_stacks,
+)
+from ipy_gpuguard.watchdog.stacks import StackReport
+
+LIMIT_S = 0.3
+
+
+def watchdog(steps, interrupt=False, position=lambda: "still", grace_s=0.2, **kwargs):
+    changes = []
+    dog = Watchdog(
+        steps,
+        StallLimits(timeout_s=LIMIT_S),
+        interval_s=0.05,
+        interrupt_on_stall=interrupt,
+        capture_stacks=lambda: StackReport(()),
+        on_change=lambda: changes.append(time.perf_counter()),
+        grace_s=grace_s,
+        position=position,
+        **kwargs,
+    )
+    return dog, changes
+
+
+def test_steps_keep_it_quiet_and_their_end_is_a_stall_found_at_the_limit():
+    steps = StepRecorder()
+    dog, changes = watchdog(steps)
+    dog.start()
+    try:
+        for _ in range(10):
+            time.sleep(0.1)
+            steps.step()
+        assert dog.stall is None
+        time.sleep(LIMIT_S + 0.2)
+        stall = dog.stall
+        assert stall is not None
+        assert stall.steps == 10
+        assert LIMIT_S <= stall.detected_at - stall.started_at < LIMIT_S + 0.05
+        assert changes
+        steps.step()  # progress again
+        time.sleep(0.1)
+        assert dog.stall is None
+        (past,) = dog.past_stalls
+        assert past.resumed_at is not None
+    finally:
+        dog.stop()
+    assert not dog.is_alive()
+
+
+def test_a_moving_main_thread_is_progress_outside_keras_but_not_inside():
+    steps = StepRecorder()
+    ticks = iter(range(10**6))
+    dog, _ = watchdog(steps, position=lambda: next(ticks))
+    dog.start()
+    try:
+        time.sleep(LIMIT_S + 0.2)
+        assert dog.stall is None  # the main thread moves at every look
+        steps.begin_phase("fit")
+        steps.step()  # past the first step: the allowance no longer applies
+        time.sleep(LIMIT_S + 0.2)
+        assert dog.stall is not None  # inside fit, only steps count
+    finally:
+        dog.stop()
+
+
+def test_the_interrupt_lands_in_a_polling_thread_then_gives_up_on_a_stuck_one():
+    landed = []
+
+    def polling():
+        try:
+            while True:
+                time.sleep(0.01)
+        except WatchdogInterrupt:
+            landed.append(True)
+
+    worker = threading.Thread(target=polling, name="worker", daemon=True)
+    worker.start()
+    steps = StepRecorder()
+    dog = Watchdog(
+        steps,
+        StallLimits(timeout_s=LIMIT_S),
+        interval_s=0.05,
+        interrupt_on_stall=True,
+        capture_stacks=lambda: _report_with_worker(worker),
+        grace_s=0.2,
+        position=lambda: "still",
+    )
+    dog.start()
+    try:
+        worker.join(timeout=5)
+        assert landed == [True]
+        assert dog.interrupt is not None
+        assert dog.interrupt.stage == RAISED
+        assert "worker running polling()" in dog.interrupt.target
+    finally:
+        dog.stop()  # withdraws the pending interrupt of the main thread, if it was sent
+
+
+def _report_with_worker(worker):
+    report = capture_stacks()
+    assert any(thread.ident == worker.ident for thread in report.threads)
+    threads = tuple(
+        thread.__class__(**{**thread.__dict__, "run_by_library": thread.ident == worker.ident})
+        for thread in report.threads
+    )
+    return StackReport(threads)
+
+
+def test_an_interrupt_that_cannot_land_ends_in_the_stuck_stage(monkeypatch):
+    from ipy_gpuguard.watchdog import interrupt
+
+    monkeypatch.setattr(interrupt, "raise_in_thread", lambda ident: True)
+    monkeypatch.setattr(interrupt, "signal_main_thread", lambda: True)
+    dog, _ = watchdog(StepRecorder(), interrupt=True, grace_s=0.1)
+    dog.start()
+    try:
+        time.sleep(LIMIT_S + 0.6)
+        assert dog.interrupt is not None
+        assert dog.interrupt.stage == STUCK
+    finally:
+        dog.stop()

@@ -1,0 +1,75 @@
+"""Stacks read from another thread, cut to the person's frames."""
+
+from __future__ import annotations
+
+import queue
+import threading
+
+from ipy_gpuguard.watchdog import capture_stacks
+from ipy_gpuguard.watchdog.stacks import is_users, library_of
+
+
+def wait_for_a_batch(source: queue.Queue) -> None:
+    source.get()
+
+
+def captured_elsewhere():
+    """As the watchdog reads them: from a thread of its own, which leaves itself out."""
+    found = []
+    reader = threading.Thread(target=lambda: found.append(capture_stacks()))
+    reader.start()
+    reader.join()
+    return found[0]
+
+
+def test_a_blocked_thread_shows_its_own_frame_and_the_library_call_it_waits_in():
+    source: queue.Queue = queue.Queue()
+    worker = threading.Thread(target=wait_for_a_batch, args=(source,), name="loader")
+    worker.start()
+    try:
+        for _ in range(100):
+            report = captured_elsewhere()
+            loader = [thread for thread in report.threads if thread.name == "loader"]
+            if loader and loader[0].waits_in is not None:
+                break
+            threading.Event().wait(0.01)
+        (thread,) = loader
+        assert not thread.is_main
+        assert thread.user_frames[-1].function == "wait_for_a_batch"
+        assert thread.user_frames[-1].code == "source.get()"
+        assert thread.user_frames[-1].place == "test_stacks.py"
+        assert thread.calls_into == "python"  # queue and threading are the standard library
+        assert thread.waits_in is not None
+        assert thread.waits_in.function == "wait"
+        assert not thread.run_by_library  # the person started it, through threading
+        assert report.threads[0].is_main
+        assert report.worker is None
+    finally:
+        source.put(None)
+        worker.join()
+
+
+def test_the_guards_own_threads_are_left_out():
+    stop = threading.Event()
+    own = threading.Thread(target=stop.wait, name="ipy_gpuguard-sampler")
+    own.start()
+    try:
+        assert all(
+            not thread.name.startswith("ipy_gpuguard") for thread in capture_stacks().threads
+        )
+    finally:
+        stop.set()
+        own.join()
+
+
+def test_whose_files_are_whose():
+    import json
+
+    import IPython
+
+    assert is_users("/home/me/project/train.py")
+    assert is_users("<ipython-input-3-abc>")
+    assert not is_users("<frozen importlib._bootstrap>")
+    assert not is_users(json.__file__)
+    assert library_of(IPython.__file__) == "IPython"
+    assert library_of(json.__file__) == "python"
