@@ -55,3 +55,35 @@ def test_oom_recovery_recovers_with_the_retry_and_by_itself(tmp_path):
     (last,) = [text for text in texts if text.startswith("trained at batch size")]
     size = int(last.split()[4].rstrip(":"))
     assert 0.85 * 96 <= size <= 96  # --auto-retry --find-max, near the cliff at 96
+
+
+def test_hang_watchdog_finds_the_stall_shows_where_and_interrupts(tmp_path):
+    notebook = NOTEBOOKS[0].parent / "hang_watchdog.ipynb"
+    executed = nbformat.read(execute(notebook, tmp_path), as_version=4)
+    outputs = {
+        cell.source.splitlines()[-1]: cell.outputs
+        for cell in executed.cells
+        if cell.cell_type == "code" and cell.source
+    }
+
+    def text_of(line):
+        return "\n".join(
+            output.get("text", "") + output.get("data", {}).get("text/plain", "")
+            for output in outputs[line]
+        )
+
+    healthy = text_of(
+        "history = model.fit(batches(), steps_per_epoch=40, epochs=2, shuffle=False, verbose=0)"
+    )
+    assert "80 steps ·" in healthy
+    assert "No progress" not in healthy
+    stuck = text_of(
+        "history = model.fit(batches(stall_after=50), steps_per_epoch=100, shuffle=False, verbose=0)"
+    )
+    assert "Stalled after step 50 of fit" in stuck
+    assert "a tensorflow thread, running your code:" in stuck
+    assert "in batches: while not data_arrived.wait(0.05)" in stuck
+    assert "Stopped by the watchdog [hang.watchdog.interrupted]" in stuck
+    custom = text_of("    ipy_gpuguard.heartbeat()")
+    assert "Stalled after step 20;" in custom
+    assert "Stopped by the watchdog" in custom

@@ -283,7 +283,7 @@ RULES: tuple[Rule, ...] = (
         "The cell made no progress for longer than its limit, and the guard interrupted it "
         "(--on-hang interrupt); the traceback above shows where it was.",
         (r"\bWatchdogInterrupt\b", ANY_MESSAGE),
-        ("check_input_pipeline", "smaller_work", "restart_kernel"),
+        ("check_input_pipeline", "smaller_work"),
         types=("KeyboardInterrupt", "WatchdogInterrupt", "UnknownError"),
         after_watchdog_interrupt=True,
     ),

@@ -28,15 +28,18 @@ def duration_text(seconds: float) -> str:
     return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
 
 
-def progress_text(progress: ProgressSnapshot) -> str | None:
-    """``120 steps · 8.3 steps/s · 120 ms/step · fit``; ``None`` before anything reports steps."""
+def progress_text(progress: ProgressSnapshot, running: bool = True) -> str | None:
+    """``120 steps · 8.3 steps/s · 120 ms/step · fit``; ``None`` before anything reports steps.
+
+    The phase is named only while the cell runs: a ``fit`` that raised never said it ended.
+    """
     if progress.steps == 0 and progress.phase is None:
         return None
     parts = [f"{progress.steps} step{'s' * (progress.steps != 1)}"]
     median = progress.median_step_s
     if median:
         parts += [f"{1 / median:.1f} steps/s", f"{duration_text(median)}/step"]
-    if progress.phase:
+    if progress.phase and running:
         first = " (first step: tracing and compiling)" if progress.first_step_pending else ""
         parts.append(progress.phase + first)
     return " · ".join(parts)
@@ -71,7 +74,8 @@ def where_lines(threads: tuple[ThreadStack, ...]) -> list[str]:
             lines.append(f"  ... {hidden} outer frame{'s' * (hidden != 1)}")
         lines += [f"  {frame}" for frame in thread.user_frames[-3:]]
         if thread.calls_into:
-            lines.append(f"  -> inside {thread.calls_into}")
+            library = "the standard library" if thread.calls_into == "python" else thread.calls_into
+            lines.append(f"  -> inside {library}")
         if thread.waits_in is not None:
             lines.append(f"  waits in {thread.waits_in}")
     return lines
@@ -146,7 +150,7 @@ def summary_lines(view: PanelView) -> list[str]:
     if watch is None:
         return []
     lines = []
-    progress = progress_text(watch.progress)
+    progress = progress_text(watch.progress, running=not view.finished)
     if progress:
         lines.append(progress)
     for stall in watch.past_stalls:
