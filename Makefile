@@ -34,6 +34,7 @@ lab: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(PY) bench/overhead.py
 	$(PY) bench/batch_search.py
+	$(PY) bench/watchdog.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
