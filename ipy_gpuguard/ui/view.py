@@ -29,10 +29,6 @@ class WatchView:
     interrupting: bool = False
     step_warning: str | None = None
 
-    @property
-    def stalled_for_s(self) -> float | None:
-        return None if self.stall is None else self.now - self.stall.started_at
-
     def elapsed_at(self, clock_time: float) -> float:
         return clock_time - self.started_at
 

@@ -38,11 +38,6 @@ class KerasHooks:
         self._lock = threading.Lock()
         self._patched: dict[str, tuple[type, object, object]] = {}
 
-    @property
-    def attached(self) -> tuple[str, ...]:
-        """The Keras modules whose loops report steps now."""
-        return tuple(sorted(self._patched))
-
     def attach_new(self) -> None:
         """Wrap the ``CallbackList`` of every Keras module imported since the last call."""
         with self._lock:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 
@@ -113,7 +114,7 @@ def _report_with_worker(worker):
     report = capture_stacks()
     assert any(thread.ident == worker.ident for thread in report.threads)
     threads = tuple(
-        thread.__class__(**{**thread.__dict__, "run_by_library": thread.ident == worker.ident})
+        dataclasses.replace(thread, run_by_library=thread.ident == worker.ident)
         for thread in report.threads
     )
     return StackReport(threads)
