@@ -8,7 +8,6 @@ warning TensorFlow logs at import never outranks the error the cell raised.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 
 from ..telemetry.units import format_bytes
 from .builds import min_driver, tested_build
@@ -16,7 +15,7 @@ from .context import Context, DeviceMemory
 from .evidence import memory_evidence
 from .facts import extract_facts, fill
 from .model import Diagnosis, FactValue, Kind, Remedy
-from .remedies import GPU_ONLY_REMEDIES, NEEDS_FRESH_PROCESS, REMEDIES, RESTART_NOTE
+from .remedies import GPU_ONLY_REMEDIES, resolved
 from .report import ErrorLink, ErrorReport, report_from_exception, report_from_text
 from .rules import PLAIN_PYTHON_TYPES, RULES, Rule, first_match
 
@@ -167,28 +166,13 @@ def _remedies(rule: Rule, facts: dict[str, FactValue], context: Context) -> tupl
         order.insert(0, "stale_process")  # nothing else helps while another process holds it
     if rule.kind is Kind.OUT_OF_MEMORY and context.xla and "xla_off" not in order:
         order.append("xla_off")
-    return tuple(_resolved(REMEDIES[remedy_id], fields, context) for remedy_id in order)
+    return tuple(resolved(remedy_id, fields, context.gpu_initialised) for remedy_id in order)
 
 
 def _on_cpu(facts: Mapping[str, FactValue]) -> bool:
     """The failure was on the CPU (a simulated GPU's demo, or a CPU-only run)."""
     device = facts.get("device")
     return isinstance(device, str) and device.startswith("CPU")
-
-
-def _resolved(remedy: Remedy, fields: dict[str, FactValue], context: Context) -> Remedy:
-    note = remedy.note
-    if remedy.id in NEEDS_FRESH_PROCESS and context.gpu_initialised is not False:
-        note = (
-            RESTART_NOTE
-            if context.gpu_initialised
-            else ("Takes effect only in a fresh kernel, before TensorFlow initialises the GPU.")
-        )
-    return replace(
-        remedy,
-        steps=tuple(fill(step, fields) for step in remedy.steps),
-        note=note,
-    )
 
 
 def _template_fields(facts: dict[str, FactValue], context: Context) -> dict[str, FactValue]:

@@ -7,7 +7,11 @@ part is dropped when its fact is unknown (see :func:`.facts.fill`).
 
 from __future__ import annotations
 
-from .model import Remedy
+from collections.abc import Mapping
+from dataclasses import replace
+
+from .facts import fill
+from .model import FactValue, Remedy
 
 _RESTART = "Needs a kernel restart: TensorFlow has already initialised the GPU in this kernel."
 
@@ -290,3 +294,22 @@ GPU_ONLY_REMEDIES = frozenset(
 #: Remedies that only work in a process where TensorFlow has not yet initialised the GPU.
 NEEDS_FRESH_PROCESS = frozenset({"memory_growth", "cuda_malloc_async", "expandable_segments"})
 RESTART_NOTE = _RESTART
+
+
+def resolved(
+    remedy_id: str, fields: Mapping[str, FactValue], gpu_initialised: bool | None
+) -> Remedy:
+    """The catalog's remedy with its steps filled from ``fields``.
+
+    A remedy that needs a fresh process gets a note: a restart when TensorFlow has initialised
+    the GPU here (``gpu_initialised``), a reminder when that is unknown.
+    """
+    remedy = REMEDIES[remedy_id]
+    note = remedy.note
+    if remedy_id in NEEDS_FRESH_PROCESS and gpu_initialised is not False:
+        note = (
+            RESTART_NOTE
+            if gpu_initialised
+            else "Takes effect only in a fresh kernel, before TensorFlow initialises the GPU."
+        )
+    return replace(remedy, steps=tuple(fill(step, fields) for step in remedy.steps), note=note)

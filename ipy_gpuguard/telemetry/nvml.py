@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
 
@@ -56,7 +57,7 @@ class NvmlBackend:
         self._devices = tuple(
             DeviceInfo(
                 index=index,
-                name=_text(self._call("nvmlDeviceGetName", handle)) or "NVIDIA GPU",
+                name=as_text(self._call("nvmlDeviceGetName", handle)) or "NVIDIA GPU",
                 total_bytes=getattr(self._call("nvmlDeviceGetMemoryInfo", handle), "total", None),
                 uuid=device.uuid,
             )
@@ -83,15 +84,15 @@ class NvmlBackend:
             With the reason in words: no library, driver not loaded, version mismatch, no GPU.
         """
         if nvml is None:
-            nvml = _import_pynvml()
+            nvml = import_pynvml()
         if cuda_visible_devices is None:
             cuda_visible_devices = os.environ.get("CUDA_VISIBLE_DEVICES")
         try:
             nvml.nvmlInit()
         except nvml.NVMLError as error:
-            raise TelemetryUnavailable(_explain_init_failure(nvml, error)) from None
+            raise TelemetryUnavailable(explain_init_failure(nvml, error)) from None
         try:
-            gpus, migs = _enumerate(nvml)
+            gpus, migs = enumerate_devices(nvml)
         except nvml.NVMLError as error:
             nvml.nvmlShutdown()
             raise TelemetryUnavailable(f"NVML could not list the GPUs: {error}") from None
@@ -103,7 +104,7 @@ class NvmlBackend:
             raise TelemetryUnavailable(
                 f"CUDA_VISIBLE_DEVICES={cuda_visible_devices!r} hides all {len(gpus)} GPU(s)"
             )
-        driver = _text(_quiet(nvml, nvml.nvmlSystemGetDriverVersion))
+        driver = as_text(quietly(nvml, nvml.nvmlSystemGetDriverVersion))
         return cls(nvml, visible, driver)
 
     def devices(self) -> tuple[DeviceInfo, ...]:
@@ -132,22 +133,19 @@ class NvmlBackend:
         """Compute and graphics processes other than this one, with the memory each holds."""
         if index in self._lost:
             return ()
-        held: dict[int, int] = {}
-        for function in (
-            "nvmlDeviceGetComputeRunningProcesses",
-            "nvmlDeviceGetGraphicsRunningProcesses",
-        ):
-            for process in self._call(function, self._handles[index], device=index) or ():
-                used = getattr(process, "usedGpuMemory", None)  # None where NVML cannot tell
-                if process.pid != os.getpid() and isinstance(used, int):
-                    held[process.pid] = max(held.get(process.pid, 0), used)
-        return tuple(sorted(held.items()))
+        return memory_held_by_others(
+            (
+                self._call(function, self._handles[index], device=index) or ()
+                for function in PROCESS_LISTS
+            ),
+            os.getpid(),
+        )
 
     def close(self) -> None:
         with self._lock:
             if not self._closed:
                 self._closed = True
-                _quiet(self._nvml, self._nvml.nvmlShutdown)
+                quietly(self._nvml, self._nvml.nvmlShutdown)
 
     def _handle(self, device: PhysicalDevice) -> Any:
         handle = self._call("nvmlDeviceGetHandleByIndex", device.nvml_index)
@@ -180,7 +178,7 @@ class NvmlBackend:
             log.info("NVML %s failed: %s", function, error)
 
 
-def _import_pynvml() -> ModuleType:
+def import_pynvml() -> ModuleType:
     try:
         import pynvml
     except ImportError:
@@ -191,7 +189,7 @@ def _import_pynvml() -> ModuleType:
     return module
 
 
-def _explain_init_failure(nvml: ModuleType, error: Exception) -> str:
+def explain_init_failure(nvml: ModuleType, error: Exception) -> str:
     code = getattr(error, "value", None)
     for constant, explanation in _INIT_FAILURES.items():
         if code == getattr(nvml, constant, object()):
@@ -199,13 +197,13 @@ def _explain_init_failure(nvml: ModuleType, error: Exception) -> str:
     return f"NVML failed to start: {error}"
 
 
-def _enumerate(nvml: ModuleType) -> tuple[list[PhysicalDevice], list[PhysicalDevice]]:
+def enumerate_devices(nvml: ModuleType) -> tuple[list[PhysicalDevice], list[PhysicalDevice]]:
     """Whole GPUs in NVML order, and the MIG instances of those with MIG enabled."""
     gpus: list[PhysicalDevice] = []
     migs: list[PhysicalDevice] = []
     for index in range(nvml.nvmlDeviceGetCount()):
         handle = nvml.nvmlDeviceGetHandleByIndex(index)
-        uuid = _text(nvml.nvmlDeviceGetUUID(handle))
+        uuid = as_text(nvml.nvmlDeviceGetUUID(handle))
         gpus.append(PhysicalDevice(nvml_index=index, uuid=uuid))
         migs.extend(_mig_instances(nvml, handle, index, uuid))
     return gpus, migs
@@ -214,28 +212,49 @@ def _enumerate(nvml: ModuleType) -> tuple[list[PhysicalDevice], list[PhysicalDev
 def _mig_instances(
     nvml: ModuleType, handle: Any, index: int, parent_uuid: str
 ) -> list[PhysicalDevice]:
-    mode = _quiet(nvml, nvml.nvmlDeviceGetMigMode, handle)
+    mode = quietly(nvml, nvml.nvmlDeviceGetMigMode, handle)
     if mode is None or mode[0] != nvml.NVML_DEVICE_MIG_ENABLE:
         return []
     instances = []
-    for slot in range(_quiet(nvml, nvml.nvmlDeviceGetMaxMigDeviceCount, handle) or 0):
-        mig = _quiet(nvml, nvml.nvmlDeviceGetMigDeviceHandleByIndex, handle, slot)
+    for slot in range(quietly(nvml, nvml.nvmlDeviceGetMaxMigDeviceCount, handle) or 0):
+        mig = quietly(nvml, nvml.nvmlDeviceGetMigDeviceHandleByIndex, handle, slot)
         if mig is None:
             continue  # an empty slot answers NVML_ERROR_NOT_FOUND
         instances.append(
             PhysicalDevice(
                 nvml_index=index,
-                uuid=_text(nvml.nvmlDeviceGetUUID(mig)),
+                uuid=as_text(nvml.nvmlDeviceGetUUID(mig)),
                 mig_index=slot,
                 parent_uuid=parent_uuid,
-                gpu_instance_id=_quiet(nvml, nvml.nvmlDeviceGetGpuInstanceId, mig),
-                compute_instance_id=_quiet(nvml, nvml.nvmlDeviceGetComputeInstanceId, mig),
+                gpu_instance_id=quietly(nvml, nvml.nvmlDeviceGetGpuInstanceId, mig),
+                compute_instance_id=quietly(nvml, nvml.nvmlDeviceGetComputeInstanceId, mig),
             )
         )
     return instances
 
 
-def _quiet(nvml: ModuleType, function: Any, *args: Any) -> Any:
+#: NVML's process lists: compute (CUDA) and graphics processes are listed apart.
+PROCESS_LISTS = ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses")
+
+
+def memory_held_by_others(
+    process_lists: Iterable[Iterable[Any]], own_pid: int
+) -> tuple[tuple[int, int], ...]:
+    """``(pid, used_bytes)`` of each process but ``own_pid``, a process in both lists once.
+
+    NVML reports ``usedGpuMemory`` as ``None`` where it cannot tell (Windows under WDDM, or
+    a process in another container); such processes are left out.
+    """
+    held: dict[int, int] = {}
+    for processes in process_lists:
+        for process in processes:
+            used = getattr(process, "usedGpuMemory", None)
+            if process.pid != own_pid and isinstance(used, int):
+                held[process.pid] = max(held.get(process.pid, 0), used)
+    return tuple(sorted(held.items()))
+
+
+def quietly(nvml: ModuleType, function: Any, *args: Any) -> Any:
     """Call during set-up or shut-down, where a failure only means "not known"."""
     try:
         return function(*args)
@@ -243,7 +262,7 @@ def _quiet(nvml: ModuleType, function: Any, *args: Any) -> Any:
         return None
 
 
-def _text(value: Any) -> str:
+def as_text(value: Any) -> str:
     """nvidia-ml-py returned ``bytes`` before version 11.5 and ``str`` since."""
     if value is None:
         return ""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import card_render
 from .card_render import CARD_MIME, CardView
+from .remedy_render import remedies_html
 
 if TYPE_CHECKING:
     from .retry_panel import RetryPanel
@@ -74,7 +75,7 @@ class RemediationCard:
         self.retry = retry
         retry_buttons = retry.buttons if retry is not None else []
         retry_part = [retry.widget] if retry is not None else []
-        self.guidance = widgets.HTML(card_render.remedies_html(card.diagnosis.remedies))
+        self.guidance = widgets.HTML(remedies_html(card.diagnosis.remedies))
         self.widget = widgets.VBox(
             [
                 self.header,

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from ..diagnosis import Diagnosis, Kind, Remedy
+from ..diagnosis import Diagnosis, Kind
 from ..diagnosis.facts import FACT_LABELS, fact_text
 from ..reclaim import Reclaimed
 from ..retry import RetryOffer
 from ..telemetry.units import format_bytes
 from . import render, retry_render
+from .remedy_render import remedies_html, remedy_data
 from .view import PanelView
 
 #: The vendor MIME type of the card's data, for the lab extension.
@@ -130,11 +131,6 @@ def reclaimed_html(card: CardView) -> str:
     return "" if card.reclaimed is None else f"<div>{escape(reclaimed_text(card.reclaimed))}</div>"
 
 
-def remedies_html(remedies: tuple[Remedy, ...]) -> str:
-    """Each remedy folded: its title shows, a click opens why and the steps (no kernel needed)."""
-    return "".join(_remedy_html(number, remedy) for number, remedy in enumerate(remedies, 1))
-
-
 def card_html(card: CardView) -> str:
     """The whole card as static HTML."""
     remedies = remedies_html(card.diagnosis.remedies)
@@ -163,18 +159,7 @@ def card_data(card: CardView) -> dict[str, Any]:
             for name, value in diagnosis.facts.items()
         },
         "evidence": list(diagnosis.evidence),
-        "remedies": [
-            {
-                "id": remedy.id,
-                "title": remedy.title,
-                "why": remedy.why,
-                "steps": list(remedy.steps),
-                "action": remedy.action,
-                "note": remedy.note,
-                "links": [{"label": label, "url": url} for label, url in remedy.links],
-            }
-            for remedy in diagnosis.remedies
-        ],
+        "remedies": [remedy_data(remedy) for remedy in diagnosis.remedies],
         "reclaimed": None
         if reclaimed is None
         else {
@@ -195,21 +180,6 @@ def _retry_data(offer: RetryOffer) -> dict[str, Any]:
         "reason": offer.reason,
         "choices": list(offer.choices),
     }
-
-
-def _remedy_html(number: int, remedy: Remedy) -> str:
-    steps = "".join(f"<li>{escape(step)}</li>" for step in remedy.steps)
-    links = " · ".join(
-        f'<a href="{escape(url)}" target="_blank" rel="noopener">{escape(label)}</a>'
-        for label, url in remedy.links
-    )
-    note = f'<div style="color:#b26a00">{escape(remedy.note)}</div>' if remedy.note else ""
-    return (
-        f"<details><summary>{number}. {escape(remedy.title)}</summary>"
-        f'<div style="margin-left:1.5em"><div>{escape(remedy.why)}</div>'
-        f"{f'<ol>{steps}</ol>' if steps else ''}{note}{f'<div>{links}</div>' if links else ''}"
-        "</div></details>"
-    )
 
 
 def _chart_html(card: CardView) -> str:
