@@ -37,6 +37,7 @@ setup(
         "nvidia-ml-py>=12.535",
         "psutil>=5.9",
     ],
+    entry_points={"console_scripts": ["ipy-gpuguard = ipy_gpuguard.cli:main"]},
     extras_require={
         "tensorflow": ["tensorflow>=2.16"],
         "test": TEST,

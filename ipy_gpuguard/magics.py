@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from IPython.core import magic_arguments
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.display import display
+from IPython.display import Pretty, display
 
 from .options import (
     AUTO_RETRY_RUNS,
@@ -161,11 +161,13 @@ class GPUGuardMagics(Magics):
         "command",
         nargs="?",
         default="status",
-        choices=["status", "simulate", "history", "retry"],
+        choices=["status", "doctor", "simulate", "history", "retry"],
         help=(
-            "status: telemetry, devices, their GPU watchdogs and settings; simulate: simulated GPUs when none is "
-            "found; history: the recent incidents; retry: run the last cell that ran out of "
-            "memory again with a smaller batch, as its card's button does"
+            "status: telemetry, devices, their GPU watchdogs and settings; doctor: check the "
+            "GPU environment (driver, CUDA, cuDNN, TensorFlow's build and GPUs, memory "
+            "settings) and say what to fix; simulate: simulated GPUs when none is found; "
+            "history: the recent incidents; retry: run the last cell that ran out of memory "
+            "again with a smaller batch, as its card's button does"
         ),
     )
     @magic_arguments.argument(
@@ -176,12 +178,22 @@ class GPUGuardMagics(Magics):
             "for retry: the batch size (default: the card's), or max for the largest that fits"
         ),
     )
+    @magic_arguments.argument(
+        "--json",
+        action="store_true",
+        help="for doctor: return the report as data (a dict), for `report = %%gpuguard doctor --json`",
+    )
     @line_magic("gpuguard")  # type: ignore[arg-type]  # IPython types the named form as a union
-    def gpuguard_line(self, line: str) -> None:
+    def gpuguard_line(self, line: str) -> dict[str, Any] | None:
         """Inspect and set up the GPU guard.
 
         ``%gpuguard status`` shows the telemetry source, the devices, the watchdog of each GPU
         (Windows TDR, CUDA's run-time limit on kernels) and the settings;
+        ``%gpuguard doctor`` checks the GPU environment before training: the driver against
+        the CUDA TensorFlow was built with, the CUDA and cuDNN that load, which GPUs the driver
+        and each framework see, memory settings, other processes and the GPU watchdog; each
+        warning or problem comes with what to do (``--json``: the report as data; on the
+        command line, ``python -m ipy_gpuguard doctor``);
         ``%gpuguard simulate 8GiB`` shows simulated GPUs where NVML finds none (``off`` to stop);
         ``%gpuguard history [N]`` shows the last N incidents (failures the guard diagnosed);
         ``%gpuguard retry [N|max]`` runs the last cell that ran out of memory again with batch
@@ -189,6 +201,12 @@ class GPUGuardMagics(Magics):
         Defaults are set with ``%config GPUGuard``.
         """
         args = _parse(self.gpuguard_line, line, "%gpuguard")
+        if args.json and args.command != "doctor":
+            raise UsageError("%gpuguard: --json goes with doctor, as in %gpuguard doctor --json")
+        if args.command == "doctor":
+            if args.value is not None:
+                raise UsageError(f"%gpuguard doctor takes only --json, not {args.value!r}")
+            return _doctor(args.json)
         if args.command == "retry":
             self._retry(args.value)
         elif args.command == "simulate":
@@ -199,6 +217,7 @@ class GPUGuardMagics(Magics):
             if args.value is not None:
                 raise UsageError(f"%gpuguard status takes no value, not {args.value!r}")
             print("\n".join(self.session.status_lines()))
+        return None
 
     def guard_options(self, line: str, cell: str | None = None) -> GuardOptions:
         """The options of a ``%%gpuguard`` line, checked; ``UsageError`` says what is wrong.
@@ -350,6 +369,30 @@ def guard_line(cell: str) -> str | None:
     first = next((line for line in cell.splitlines() if line.strip()), "")
     match = _GUARD_LINE.match(first)
     return None if match is None else (match.group("options") or "")
+
+
+def _doctor(as_json: bool) -> dict[str, Any] | None:
+    """Check the environment, saying what takes time on a line the report then replaces."""
+    from .doctor import run_doctor
+    from .doctor.render import report_data, summary_text
+    from .doctor.widget import DoctorTable
+
+    progress = display(Pretty("Checking the GPU environment…"), display_id=True)
+
+    def announce(message: str) -> None:
+        if progress is not None:
+            progress.update(Pretty(message))
+
+    report = run_doctor(announce=announce)
+    if as_json:
+        announce(summary_text(report))
+        return report_data(report)
+    table = DoctorTable(report, lambda again: run_doctor(announce=again))
+    if progress is None:
+        display(table)
+    else:
+        progress.update(table)
+    return None
 
 
 def _positive_count(value: str) -> int:

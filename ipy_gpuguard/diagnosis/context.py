@@ -29,7 +29,7 @@ ENVIRONMENT_ALLOW_LIST = (
     "XLA_PYTHON_CLIENT_MEM_FRACTION",
     "CUDA_LAUNCH_BLOCKING",
 )
-_TENSORFLOW_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly")
+TENSORFLOW_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly")
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ class Context:
 
 
 def installed_tensorflow() -> str | None:
-    for distribution in _TENSORFLOW_DISTRIBUTIONS:
+    for distribution in TENSORFLOW_DISTRIBUTIONS:
         try:
             return metadata.version(distribution)
         except metadata.PackageNotFoundError:

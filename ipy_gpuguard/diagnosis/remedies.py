@@ -19,6 +19,10 @@ NVIDIA_DRIVERS = "https://www.nvidia.com/Download/index.aspx"
 AMD_DRIVERS = "https://www.amd.com/en/support/download/drivers.html"
 INTEL_DRIVERS = "https://www.intel.com/content/www/us/en/download-center/home.html"
 TF_BUILDS = "https://www.tensorflow.org/install/source#gpu"
+TF_PIP = "https://www.tensorflow.org/install/pip"
+
+#: The step that sends a person to ``%gpuguard doctor``, which the doctor itself leaves out.
+SEE_DOCTOR = "%gpuguard doctor checks all of this."
 
 _CATALOG = (
     Remedy(
@@ -216,6 +220,22 @@ _CATALOG = (
         links=(("TensorFlow's tested build configurations", TF_BUILDS),),
     ),
     Remedy(
+        "install_gpu_tensorflow",
+        "Install TensorFlow's GPU build",
+        "A CPU-only TensorFlow (tensorflow-cpu, any TensorFlow after 2.10 on native Windows, "
+        "TensorFlow on macOS without tensorflow-metal) never uses the GPU, however well the "
+        "driver and CUDA are set up.",
+        steps=(
+            "Linux and WSL2: pip uninstall -y tensorflow-cpu tensorflow-gpu, then pip install "
+            "'tensorflow[and-cuda]<<=={tensorflow_version}>>' (it brings matching CUDA and "
+            "cuDNN), and restart the kernel.",
+            "Native Windows: 2.10 was TensorFlow's last GPU release there; use WSL2, or "
+            "tensorflow-cpu with tensorflow-directml-plugin.",
+            "macOS: pip install tensorflow-metal.",
+        ),
+        links=(("Install TensorFlow with pip", TF_PIP),),
+    ),
+    Remedy(
         "update_driver_for_cuda",
         "Update the NVIDIA driver",
         "Each CUDA version needs a minimum driver; an older driver cannot run a newer CUDA "
@@ -254,7 +274,7 @@ _CATALOG = (
             "nvidia-smi should list the GPU; if it does not, install the driver.",
             "tf.config.list_physical_devices('GPU') should list it; if not, install "
             "tensorflow[and-cuda] (Linux) and check CUDA_VISIBLE_DEVICES<< (now {cuda_visible_devices})>>.",
-            "%gpuguard doctor checks all of this.",
+            SEE_DOCTOR,
         ),
     ),
     Remedy(

@@ -544,7 +544,7 @@ RULES: tuple[Rule, ...] = (
             r"device:GPU:\d+ unknown device",
             r"Cannot assign a device for operation .*GPU",
         ),
-        ("check_gpu_visible", "allow_cpu"),
+        ("check_gpu_visible", "install_gpu_tensorflow", "allow_cpu"),
         cause_in_log=True,
     ),
     Rule(
@@ -554,7 +554,7 @@ RULES: tuple[Rule, ...] = (
         "tf.config.list_physical_devices('GPU') returned an empty list, so indexing it failed: "
         "TensorFlow sees no GPU.",
         (r"list index out of range",),
-        ("check_gpu_visible", "allow_cpu"),
+        ("check_gpu_visible", "install_gpu_tensorflow", "allow_cpu"),
         types=("IndexError",),
         in_source=(
             r"list_(?:physical|logical)_devices\(\s*['\"]GPU['\"]",

@@ -1,0 +1,217 @@
+"""Checks of the GPUs and what runs them: the driver, the CUDA libraries, who sees which GPU."""
+
+from __future__ import annotations
+
+from ..diagnosis import Remedy
+from ..telemetry.units import format_bytes
+from .check_software import tensorflow_uses_gpu
+from .findings import Findings, version_text, version_tuple
+from .frameworks import FrameworkView
+from .libraries import LoadedLibrary
+from .model import Status, Verdict
+from .nvml_facts import NvmlGpu
+
+
+def driver(findings: Findings) -> Verdict:
+    """The driver against the CUDA TensorFlow was built with: each CUDA needs a minimum driver."""
+    nvml = findings.nvml
+    if nvml.problem is not None:
+        return Verdict(Status.UNKNOWN, f"{nvml.problem}")
+    found = f"driver {nvml.driver or 'of unknown version'}"
+    if nvml.cuda is not None:
+        found += f", which runs CUDA up to {nvml.cuda_text}"
+    cuda = findings.build_version("cuda_version") if findings.cuda_build else None
+    if cuda is None or nvml.cuda is None:
+        return Verdict(Status.OK, found)
+    needs = f"TensorFlow {findings.tensorflow_version} was built with CUDA {version_text(cuda)}"
+    fields = findings.fields()
+    minimum = fields.get("min_driver")
+    too_old = (
+        findings.machine.platform == "linux"
+        and isinstance(minimum, str)
+        and (version_tuple(nvml.driver or "") or ()) < (version_tuple(minimum) or ())
+    )
+    if nvml.cuda[0] < cuda[0] or too_old:
+        return Verdict(
+            Status.PROBLEM,
+            f"{found}; {needs}, which this driver cannot run",
+            remedies=findings.remedies("update_driver_for_cuda"),
+        )
+    if nvml.cuda < cuda[:2]:
+        return Verdict(
+            Status.WARNING,
+            f"{found}; {needs}: it runs through CUDA's minor-version compatibility, but kernels "
+            "XLA compiles for this GPU (PTX) may need a newer driver",
+            remedies=findings.remedies("update_driver_for_cuda", "ptx_toolchain"),
+        )
+    return Verdict(Status.OK, f"{found}; {needs}")
+
+
+def cuda_libraries(findings: Findings) -> Verdict:
+    """The CUDA runtime and cuDNN that load, against the versions TensorFlow was built with."""
+    runtime, cudnn = findings.cuda_runtime, findings.cudnn
+    details = tuple(_library_line(library) for library in (runtime, cudnn))
+    if not findings.cuda_build:
+        return Verdict(
+            Status.OK,
+            "not needed: TensorFlow is not a CUDA build here",
+            details,
+        )
+    problems = [
+        problem
+        for problem in (_runtime_problem(findings, runtime), _cudnn_problem(findings, cudnn))
+        if problem
+    ]
+    if problems:
+        return Verdict(
+            Status.PROBLEM,
+            "; ".join(problems),
+            details,
+            findings.remedies("install_matching_libraries"),
+        )
+    return Verdict(
+        Status.OK,
+        f"CUDA runtime {runtime.version_text} and cuDNN {cudnn.version_text} load, as TensorFlow "
+        "needs",
+        details,
+    )
+
+
+def _library_line(library: LoadedLibrary) -> str:
+    if library.path is None:
+        return f"{library.name}: {library.problem}"
+    version = library.version_text or f"version unknown: {library.problem}"
+    return f"{library.name} {version}: {library.path}"
+
+
+def _runtime_problem(findings: Findings, runtime: LoadedLibrary) -> str | None:
+    built = findings.build_version("cuda_version") or ()
+    if runtime.version is None:
+        return f"the CUDA runtime: {runtime.problem}"
+    if built and runtime.version[0] != built[0]:
+        return (
+            f"CUDA runtime {runtime.version_text} is loaded, but TensorFlow was built with CUDA "
+            f"{version_text(built)}"
+        )
+    return None
+
+
+def _cudnn_problem(findings: Findings, cudnn: LoadedLibrary) -> str | None:
+    """cuDNN must have the build's major version and an equal or newer minor one."""
+    built = findings.build_version("cudnn_version") or ()
+    if cudnn.version is None:
+        return f"cuDNN: {cudnn.problem}"
+    if not built:
+        return None
+    tested = version_tuple(findings.tested.cudnn) if findings.tested else None
+    needed = tested if tested and tested[0] == built[0] else built
+    if cudnn.version[0] != needed[0] or cudnn.version[: len(needed)] < needed:
+        return (
+            f"cuDNN {cudnn.version_text} is loaded, but TensorFlow {findings.tensorflow_version} "
+            f"needs cuDNN {version_text(needed)} or a newer {needed[0]}.x"
+        )
+    return None
+
+
+def gpus_seen(findings: Findings) -> Verdict:
+    """Which GPUs the driver, ``CUDA_VISIBLE_DEVICES`` and each framework see."""
+    nvml = findings.nvml
+    details = _seen_lines(findings)
+    tensorflow = findings.tensorflow
+    tf_gpus = len(tensorflow.gpus) if tensorflow is not None and tensorflow.usable else None
+    if nvml.problem is not None:
+        if tf_gpus:
+            without_nvml = f"TensorFlow sees {_count(tf_gpus, 'GPU')} without NVML"
+            return Verdict(Status.OK, without_nvml, (f"NVML: {nvml.problem}", *details))
+        return Verdict(
+            Status.PROBLEM,
+            f"no GPU: {nvml.problem}",
+            details,
+            findings.remedies("check_gpu_visible"),
+        )
+    if not nvml.gpus:
+        return Verdict(
+            Status.PROBLEM,
+            "no GPU: the NVIDIA driver is loaded but reports no GPU",
+            details,
+            findings.remedies("check_gpu_visible"),
+        )
+    visible = nvml.visible_gpus()
+    if not visible:
+        setting = findings.machine.environ.get("CUDA_VISIBLE_DEVICES")
+        return Verdict(
+            Status.PROBLEM,
+            f"CUDA_VISIBLE_DEVICES={setting!r} hides all {len(nvml.gpus)} GPU(s) the driver sees",
+            details,
+            findings.remedies("check_gpu_visible"),
+        )
+    found = f"{_count(len(visible), 'GPU')} visible to CUDA frameworks"
+    if tf_gpus is None or tf_gpus >= len(visible):
+        if tf_gpus is not None:
+            found += f", and TensorFlow sees {'it' if tf_gpus == 1 else 'them'}"
+        return Verdict(Status.OK, found, details)
+    cause, remedies = _why_tensorflow_sees_fewer(findings)
+    status = Status.PROBLEM if tf_gpus == 0 else Status.WARNING
+    return Verdict(
+        status,
+        f"the driver sees {_count(len(visible), 'visible GPU')} but TensorFlow sees "
+        f"{tf_gpus or 'none'}: {cause}",
+        details,
+        remedies,
+    )
+
+
+def _why_tensorflow_sees_fewer(findings: Findings) -> tuple[str, tuple[Remedy, ...]]:
+    """The likely cause, most specific first: the build, the libraries, the driver, the log."""
+    for check in (tensorflow_uses_gpu(findings), cuda_libraries(findings), driver(findings)):
+        if check.status is Status.PROBLEM:
+            return check.found, check.remedies
+    view = findings.tensorflow
+    messages = view.messages if view is not None else ()
+    architecture = [m for m in messages if "Ignoring visible gpu device" in m]
+    if architecture:
+        return architecture[-1], findings.remedies("match_gpu_architecture")
+    if messages:
+        return f"TensorFlow says: {messages[-1]}", findings.remedies(
+            "install_matching_libraries", "check_gpu_visible"
+        )
+    return "TensorFlow gave no reason", findings.remedies("check_gpu_visible")
+
+
+def _seen_lines(findings: Findings) -> tuple[str, ...]:
+    nvml = findings.nvml
+    environ = findings.machine.environ
+    lines = []
+    if nvml.problem is None:  # else the row's finding says why
+        gpus = "; ".join(_gpu_text(gpu) for gpu in nvml.gpus) or "none"
+        lines.append(f"the driver (NVML): {gpus}")
+    for variable in ("CUDA_VISIBLE_DEVICES", "DML_VISIBLE_DEVICES"):
+        if variable in environ:
+            lines.append(f"{variable}={environ[variable]!r}")
+    for label, view in (
+        ("TensorFlow", findings.tensorflow),
+        ("PyTorch", findings.torch),
+        ("JAX", findings.jax),
+    ):
+        if view is None:
+            continue
+        if view.failure or view.import_error:
+            lines.append(f"{label}: could not check: {view.failure or view.import_error}")
+        else:
+            lines.append(f"{label} {view.version}: {', '.join(view.gpus) or _no_gpu(view)}")
+            lines += [f"  {label} says: {message}" for message in view.messages]
+    return tuple(lines)
+
+
+def _no_gpu(view: FrameworkView) -> str:
+    gpu_build = any(view.build.get(key) for key in ("is_cuda_build", "is_rocm_build"))
+    return "no GPU" if gpu_build or not view.build else "no GPU (a CPU-only build)"
+
+
+def _gpu_text(gpu: NvmlGpu) -> str:
+    memory = f", {format_bytes(gpu.total_bytes)}" if gpu.total_bytes else ""
+    return f"GPU {gpu.index} {gpu.name}{memory}"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"

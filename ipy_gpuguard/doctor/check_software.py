@@ -1,0 +1,182 @@
+"""Checks of the software: Python, the installed frameworks, and TensorFlow's build."""
+
+from __future__ import annotations
+
+from ..diagnosis.builds import SOURCE, TESTED_BUILDS, TRANSCRIBED
+from ..diagnosis.context import TENSORFLOW_DISTRIBUTIONS
+from .findings import Findings, version_text, version_tuple
+from .model import Status, Verdict
+
+#: What the packages row lists, by what a person calls it; the first installed name counts.
+_PACKAGES = (
+    ("TensorFlow", TENSORFLOW_DISTRIBUTIONS),
+    ("Keras", ("keras", "tf-keras")),
+    ("TensorFlow DirectML", ("tensorflow-directml-plugin", "tensorflow-directml")),
+    ("PyTorch", ("torch",)),
+    ("JAX", ("jax", "jaxlib")),
+)
+#: CUDA libraries from pip, which TensorFlow's Linux wheels load first.
+_PIP_CUDA = (
+    "nvidia-cuda-runtime-cu12",
+    "nvidia-cudnn-cu12",
+    "nvidia-cuda-runtime-cu11",
+    "nvidia-cudnn-cu11",
+)
+_DIRECTML = ("tensorflow-directml-plugin", "tensorflow-directml")
+
+
+def python_and_platform(findings: Findings) -> Verdict:
+    machine = findings.machine
+    if "microsoft" not in machine.description.lower():
+        return Verdict(Status.OK, machine.description)
+    wsl = (
+        "WSL2: the GPU is reached through the Windows driver; install or update the driver on "
+        "Windows, never inside Linux."
+    )
+    return Verdict(Status.OK, machine.description, (wsl,))
+
+
+def packages(findings: Findings) -> Verdict:
+    version_of = findings.machine.version_of
+    installed: list[str] = []
+    missing: list[str] = []
+    for label, distributions in _PACKAGES:
+        versions = [(name, version_of(name)) for name in distributions]
+        present = [f"{name} {version}" for name, version in versions if version is not None]
+        if present:
+            installed += present
+        else:
+            missing.append(label)
+    pip_cuda = [f"{name} {version_of(name)}" for name in _PIP_CUDA if version_of(name)]
+    details = [f"CUDA from pip: {', '.join(pip_cuda)}"] if pip_cuda else []
+    backend = findings.machine.environ.get("KERAS_BACKEND")
+    if backend:
+        details.append(f"KERAS_BACKEND={backend}")
+    found = ", ".join(installed) or "none of TensorFlow, Keras, PyTorch, JAX"
+    if missing and installed:
+        found += f"; not installed: {', '.join(missing)}"
+    tensorflows = [name for name in TENSORFLOW_DISTRIBUTIONS if version_of(name) is not None]
+    if len(tensorflows) > 1:
+        return Verdict(
+            Status.WARNING,
+            f"{' and '.join(tensorflows)} are all installed: they write the same files, and "
+            f"the one installed last wins ({found})",
+            tuple(details),
+            findings.remedies("install_gpu_tensorflow"),
+        )
+    return Verdict(Status.OK, found, tuple(details))
+
+
+def tensorflow_build(findings: Findings) -> Verdict:
+    installed = findings.installed("tensorflow")
+    if installed is None:
+        return Verdict(
+            Status.WARNING,
+            "TensorFlow is not installed",
+            remedies=findings.remedies("install_gpu_tensorflow"),
+        )
+    view = findings.tensorflow
+    assert view is not None
+    if view.failure is not None:
+        return Verdict(
+            Status.UNKNOWN,
+            f"{view.failure}",
+            view.messages,
+        )
+    name = f"TensorFlow {view.version or installed[1]} ({installed[0]})"
+    if view.import_error is not None:
+        library = any(word in view.import_error for word in (".so", ".dll", "DLL load"))
+        return Verdict(
+            Status.PROBLEM,
+            f"import tensorflow fails: {view.import_error}",
+            view.messages,
+            findings.remedies(
+                "install_matching_libraries" if library else "install_gpu_tensorflow"
+            ),
+        )
+    build = view.build
+    if not build.get("is_cuda_build"):
+        kind = "a ROCm build" if build.get("is_rocm_build") else "a CPU-only build"
+        plugin = [name for name in _DIRECTML if findings.machine.version_of(name)]
+        if plugin:
+            kind += f", with {plugin[0]} for DirectML GPUs"
+        return Verdict(Status.OK, f"{name}, {kind}")
+    return _cuda_build(findings, name)
+
+
+def _cuda_build(findings: Findings, name: str) -> Verdict:
+    cuda = findings.build_version("cuda_version")
+    cudnn = findings.build_version("cudnn_version")
+    built = f"built with CUDA {version_text(cuda or ())} and cuDNN {version_text(cudnn or ())}"
+    tested = findings.tested
+    table = f"TensorFlow's tested configurations ({SOURCE}, transcribed {TRANSCRIBED})"
+    if tested is None:
+        return Verdict(
+            Status.OK,
+            f"{name}, {built}; its release is older than {table} reach",
+        )
+    release = version_tuple(findings.tensorflow_version or "") or ()
+    newest = version_tuple(TESTED_BUILDS[0].tensorflow) or ()
+    reference = f"the tested build of {tested.tensorflow}"
+    if release[:2] > newest:
+        reference += f", the newest in {table}"
+    tested_cuda = version_tuple(tested.cuda) or ()
+    tested_cudnn = version_tuple(tested.cudnn) or ()
+    if (cuda or ())[:2] == tested_cuda[:2] and (cudnn or ())[:1] == tested_cudnn[:1]:
+        return Verdict(
+            Status.OK,
+            f"{name}, {built}, as {reference} (CUDA {tested.cuda}, cuDNN {tested.cudnn})",
+        )
+    return Verdict(
+        Status.WARNING,
+        f"{name}, {built}, where {reference} uses CUDA {tested.cuda} and cuDNN {tested.cudnn}: "
+        "a build from elsewhere (conda-forge, a distribution, your own), which needs libraries "
+        "matching its own versions",
+        remedies=findings.remedies("install_matching_libraries"),
+    )
+
+
+def tensorflow_uses_gpu(findings: Findings) -> Verdict:
+    """A CPU-only TensorFlow on a machine with a GPU never uses it, whatever else is right."""
+    installed = findings.installed("tensorflow")
+    view = findings.tensorflow
+    if installed is None or view is None:
+        return Verdict(Status.UNKNOWN, "TensorFlow is not installed")
+    if not view.usable:
+        return Verdict(
+            Status.UNKNOWN,
+            "TensorFlow could not be read (see its build)",
+        )
+    build = view.build
+    if build.get("is_cuda_build"):
+        return Verdict(Status.OK, f"a CUDA build (CUDA {build.get('cuda_version')})")
+    if build.get("is_rocm_build"):
+        return Verdict(Status.OK, "a ROCm build, for AMD GPUs")
+    plugin = [name for name in _DIRECTML if findings.machine.version_of(name)]
+    if plugin:
+        return Verdict(Status.OK, f"GPUs through DirectML ({plugin[0]})")
+    gpus = findings.nvml.gpus
+    name = f"TensorFlow {view.version} ({installed[0]})"
+    if not gpus:
+        return Verdict(
+            Status.OK,
+            f"{name} is a CPU-only build, and the driver reports no NVIDIA GPU for it to use",
+        )
+    listed = ", ".join(f"{gpu.index} {gpu.name}" for gpu in gpus)
+    return Verdict(
+        Status.PROBLEM,
+        f"{name} is a CPU-only build, on a machine with {len(gpus)} NVIDIA GPU(s) ({listed}): "
+        f"{_why_cpu_only(findings, installed[0])}",
+        remedies=findings.remedies("install_gpu_tensorflow"),
+    )
+
+
+def _why_cpu_only(findings: Findings, distribution: str) -> str:
+    release = version_tuple(findings.tensorflow_version or "") or ()
+    if distribution == "tensorflow-cpu":
+        return "tensorflow-cpu is the package without GPU support"
+    if findings.machine.platform == "win32" and release[:2] >= (2, 11):
+        return "TensorFlow 2.11 and later has no GPU build for native Windows"
+    if findings.machine.platform == "darwin":
+        return "on macOS TensorFlow reaches the GPU only through tensorflow-metal"
+    return "this package was built without CUDA"

@@ -1,0 +1,106 @@
+"""Everything the doctor reads from the machine, in one place so that tests can replace it.
+
+Each field is an input a probe reads (NVML, the environment, the platform, the library
+loader, package metadata, a framework in a child process); :meth:`Machine.this_one` is the
+real machine. Nothing here changes the system: it reads, loads libraries to ask their version,
+and imports frameworks only in child processes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from importlib import metadata
+from types import ModuleType
+from typing import Any
+
+from ..telemetry.nvml import import_pynvml
+from ..watchdog.gpu_timeout import read_tdr_registry
+from .frameworks import FrameworkView, read_in_child
+from .libraries import pip_library_directories
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The inputs of every probe.
+
+    Parameters
+    ----------
+    platform
+        ``sys.platform``: ``linux``, ``win32``, ``darwin``.
+    description
+        The Python and operating system, in words.
+    version_of
+        The installed version of a distribution (``tensorflow-cpu``), ``None`` if absent.
+    open_nvml
+        Returns the ``pynvml`` module; raises ``TelemetryUnavailable`` when it is missing.
+    load_library
+        Loads a shared library by name or path (``ctypes.CDLL``); raises ``OSError``.
+    library_directories
+        Where pip's CUDA packages put their libraries, searched before the system's loader.
+    read_framework
+        What a framework (``tensorflow``, ``torch``, ``jax``) sees, imported in a child process.
+    modules
+        This process's imported modules: the memory settings of a TensorFlow already running
+        here are read from it, never by importing.
+    read_registry
+        Windows' ``TdrDelay`` and ``TdrLevel`` where set.
+    process_name
+        The name of a process by pid, ``None`` when it cannot be told.
+    """
+
+    environ: Mapping[str, str]
+    platform: str
+    description: str
+    version_of: Callable[[str], str | None]
+    open_nvml: Callable[[], ModuleType]
+    load_library: Callable[[str], Any]
+    library_directories: tuple[str, ...]
+    read_framework: Callable[[str], FrameworkView]
+    modules: Mapping[str, ModuleType] = field(default_factory=dict)
+    read_registry: Callable[[], Mapping[str, int]] = dict
+    process_name: Callable[[int], str | None] = lambda pid: None
+    pid: int = 0
+
+    @classmethod
+    def this_one(cls) -> Machine:
+        """The machine this process runs on."""
+        environ = dict(os.environ)
+        return cls(
+            environ=environ,
+            platform=sys.platform,
+            description=(
+                f"Python {platform.python_version()} ({platform.python_implementation()}) "
+                f"on {platform.platform()}"
+            ),
+            version_of=installed_version,
+            open_nvml=import_pynvml,
+            load_library=ctypes.CDLL,
+            library_directories=pip_library_directories(sys.platform),
+            read_framework=lambda framework: read_in_child(framework, environ),
+            modules=sys.modules,
+            read_registry=read_tdr_registry if sys.platform == "win32" else dict,
+            process_name=process_name,
+            pid=os.getpid(),
+        )
+
+
+def installed_version(distribution: str) -> str | None:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def process_name(pid: int) -> str | None:
+    import psutil
+
+    try:
+        name: str = psutil.Process(pid).name()
+    except (psutil.Error, OSError):
+        return None  # gone, another user's, or in another container's pid namespace
+    return name
