@@ -14,7 +14,7 @@ $(VENV)/.installed: setup.py pyproject.toml
 
 ## Run the demo notebooks headless (a simulated 8 GiB GPU where there is no real one) into build/notebooks/.
 demo: $(VENV)/.installed
-	$(PY) notebooks/execute.py build/notebooks notebooks/quickstart.ipynb notebooks/oom_recovery.ipynb notebooks/hang_watchdog.ipynb
+	$(PY) notebooks/execute.py build/notebooks notebooks/doctor.ipynb notebooks/quickstart.ipynb notebooks/oom_recovery.ipynb notebooks/hang_watchdog.ipynb
 
 ## Run the tests (the GPU-only ones run with `pytest -m gpu` on a machine with a GPU).
 test: $(VENV)/.installed

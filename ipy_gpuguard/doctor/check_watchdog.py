@@ -28,6 +28,6 @@ def gpu_watchdog(findings: Findings) -> Verdict:
             findings.remedies(*remedy_ids, device_index=str(active[0].index)),
         )
     if all(timeout.active is None for timeout in timeouts):
-        reasons = sorted({timeout.reason.removeprefix("could not check: ") for timeout in timeouts})
+        reasons = sorted({timeout.reason for timeout in timeouts})
         return Verdict(Status.UNKNOWN, "; ".join(reasons), details)
     return Verdict(Status.OK, "no GPU has a run-time limit on its work", details)

@@ -68,7 +68,8 @@ def _check_lines(check: Check, width: int, colour: bool) -> list[str]:
             lines += _wrapped(step, width, f"{indent}  {number}. ", indent + "     ")
         if remedy.note:
             lines += _wrapped(remedy.note, width, indent + "  ", indent + "  ")
-        lines += [f"{indent}  {title}: {url}" for title, url in remedy.links]
+        for title, url in remedy.links:
+            lines += _wrapped(f"{title}: {url}", width, indent + "  ", indent + "    ")
     return lines
 
 

@@ -136,6 +136,6 @@ def tensorflow_settings(
     except Exception as error:  # a broken runtime is for the diagnosis, not for this reader
         log.info("reading TensorFlow's settings failed: %s", error)
         return FrameworkSettings(xla_auto_jit=xla or None)
-    forced = environ.get("TF_FORCE_GPU_ALLOW_GROWTH", "").lower() == "true"
+    forced = environ.get("TF_FORCE_GPU_ALLOW_GROWTH") == "true"  # TensorFlow reads it exactly
     memory_growth = (forced or all(growth)) if growth else None
     return FrameworkSettings(initialised and bool(gpus), memory_growth, xla)

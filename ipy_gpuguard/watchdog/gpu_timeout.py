@@ -221,11 +221,11 @@ class CudaAttribute:
             else:
                 status = _driver_attribute(library, value, ordinal)
             if status != 0:
-                return None, f"could not check: {name} answered error {status}"
+                return None, f"{name} answered error {status}"
             return bool(value.value), ""
         if not self._names:
-            return None, "could not check: no CUDA library is known on this platform"
-        return None, "could not check: no CUDA library could be loaded"
+            return None, "no CUDA library is known on this platform"
+        return None, "no CUDA library could be loaded"
 
 
 def _driver_attribute(library: Any, value: ctypes.c_int, ordinal: int) -> int:

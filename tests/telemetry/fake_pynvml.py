@@ -28,14 +28,26 @@ class FakeGpu:
     gpu_instance_id: int = 0
     compute_instance_id: int = 0
     processes: list[tuple[int, int | None]] = field(default_factory=list)
+    graphics_processes: list[tuple[int, int | None]] = field(default_factory=list)
+    driver_model: int | None = None  # Windows only: NVML answers NOT_SUPPORTED elsewhere
+    display_active: bool = False
 
 
 def fail(code: int) -> pynvml.NVMLError:
     return pynvml.NVMLError(code)
 
 
-def make_fake_nvml(gpus: list[FakeGpu], init_error: int | None = None) -> types.ModuleType:
-    """A module with the subset of the pynvml API that ipy_gpuguard calls."""
+def make_fake_nvml(
+    gpus: list[FakeGpu],
+    init_error: int | None = None,
+    driver: str = "550.54.15",
+    cuda_driver: int = 12040,
+) -> types.ModuleType:
+    """A module with the subset of the pynvml API that ipy_gpuguard calls.
+
+    ``driver`` and ``cuda_driver`` are what NVML reports of the driver: its version, and the
+    newest CUDA it runs as ``nvmlSystemGetCudaDriverVersion`` writes it (12040 is 12.4).
+    """
     nvml = types.ModuleType("pynvml")
     for name in dir(pynvml):
         if name.startswith(("NVML_", "NVMLError")):
@@ -119,7 +131,21 @@ def make_fake_nvml(gpus: list[FakeGpu], init_error: int | None = None) -> types.
 
     def nvmlDeviceGetGraphicsRunningProcesses(handle):
         device_call("nvmlDeviceGetGraphicsRunningProcesses", handle)
-        return []
+        return [
+            types.SimpleNamespace(pid=pid, usedGpuMemory=used)
+            for pid, used in handle.graphics_processes
+        ]
+
+    def nvmlDeviceGetHandleByUUID(uuid):
+        return next(gpu for gpu in gpus if gpu.uuid == uuid)
+
+    def nvmlDeviceGetDriverModel(handle):
+        if handle.driver_model is None:
+            raise fail(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return [handle.driver_model, handle.driver_model]
+
+    def nvmlDeviceGetDisplayActive(handle):
+        return int(handle.display_active)
 
     for function in (
         nvmlDeviceGetComputeRunningProcesses,
@@ -138,8 +164,12 @@ def make_fake_nvml(gpus: list[FakeGpu], init_error: int | None = None) -> types.
         nvmlDeviceGetMigDeviceHandleByIndex,
         nvmlDeviceGetGpuInstanceId,
         nvmlDeviceGetComputeInstanceId,
+        nvmlDeviceGetHandleByUUID,
+        nvmlDeviceGetDriverModel,
+        nvmlDeviceGetDisplayActive,
     ):
         setattr(nvml, function.__name__, function)
     nvml.nvmlDeviceGetCount = lambda: len(gpus)
-    nvml.nvmlSystemGetDriverVersion = lambda: "550.54.15"
+    nvml.nvmlSystemGetDriverVersion = lambda: driver
+    nvml.nvmlSystemGetCudaDriverVersion = lambda: cuda_driver
     return nvml

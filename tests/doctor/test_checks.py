@@ -1,0 +1,436 @@
+"""Each check's verdict and remedies, for each outcome, on machines faked at their edges."""
+
+from __future__ import annotations
+
+import types
+
+import pynvml
+import pytest
+
+from ipy_gpuguard.doctor import CHECKS, Status, run_doctor
+from ipy_gpuguard.doctor.frameworks import FrameworkView
+from ipy_gpuguard.telemetry import TelemetryUnavailable
+
+from ..telemetry.fake_pynvml import FakeGpu, make_fake_nvml
+from .fakes import PIP_LIB, PIP_RUNTIME, FakeRuntime, cudnn, machine, tensorflow_view
+
+GIB = 1024**3
+
+
+def remedy_ids(check):
+    return [remedy.id for remedy in check.verdict.remedies]
+
+
+def steps(check):
+    return " ".join(step for remedy in check.verdict.remedies for step in remedy.steps)
+
+
+def test_a_healthy_gpu_machine_passes_every_check():
+    report = run_doctor(machine())
+    assert {check.id: check.status for check in report.checks} == {
+        check_id: Status.OK for check_id, _, _ in CHECKS
+    }
+    assert report.exit_status == 0
+    assert all(not check.verdict.remedies for check in report.checks)
+    gpus = report.check("gpus").verdict
+    assert gpus.found == "1 GPU visible to CUDA frameworks, and TensorFlow sees it"
+    assert any("A100" in line for line in gpus.details)
+    libraries = report.check("cuda_libraries").verdict
+    assert f"{PIP_LIB}/libcudnn.so.9" in " ".join(libraries.details)
+    assert "cuDNN 9.3.0" in libraries.found
+
+
+def test_cpu_only_tensorflow_on_a_machine_with_a_gpu_is_a_problem_with_its_cause():
+    cpu_build = {"is_cuda_build": False, "is_rocm_build": False}
+    report = run_doctor(
+        machine(
+            versions={"tensorflow-cpu": "2.20.0"},
+            tensorflow=tensorflow_view(build=cpu_build, gpus=()),
+        )
+    )
+    uses_gpu = report.check("tensorflow_gpu")
+    assert uses_gpu.status is Status.PROBLEM
+    assert "is a CPU-only build, on a machine with 1 NVIDIA GPU(s)" in uses_gpu.verdict.found
+    assert "tensorflow-cpu is the package without GPU support" in uses_gpu.verdict.found
+    assert remedy_ids(uses_gpu) == ["install_gpu_tensorflow"]
+    assert "pip install 'tensorflow[and-cuda]==2.20.0'" in steps(uses_gpu)
+    gpus = report.check("gpus")
+    assert gpus.status is Status.PROBLEM
+    assert "the driver sees 1 visible GPU but TensorFlow sees none" in gpus.verdict.found
+    assert "CPU-only build" in gpus.verdict.found
+    assert remedy_ids(gpus) == ["install_gpu_tensorflow"]
+    assert report.check("cuda_libraries").status is Status.OK  # not needed by a CPU build
+    assert report.exit_status == 1
+
+
+def test_native_windows_tensorflow_after_2_10_is_named_as_the_cause():
+    report = run_doctor(
+        machine(
+            platform="win32",
+            tensorflow=tensorflow_view(build={"is_cuda_build": False}, gpus=()),
+        )
+    )
+    found = report.check("tensorflow_gpu").verdict.found
+    assert "TensorFlow 2.11 and later has no GPU build for native Windows" in found
+
+
+def test_a_cudnn_older_than_tensorflows_build_is_a_problem():
+    report = run_doctor(
+        machine(
+            libraries={
+                f"{PIP_RUNTIME}/libcudart.so.12": FakeRuntime(12050),
+                "libcudnn.so.8": cudnn(8907),
+            },
+            tensorflow=tensorflow_view(
+                gpus=(),
+                messages=("Could not load dynamic library 'libcudnn.so.9'",),
+            ),
+        )
+    )
+    libraries = report.check("cuda_libraries")
+    assert libraries.status is Status.PROBLEM
+    assert libraries.verdict.found == (
+        "cuDNN 8.9.7 is loaded, but TensorFlow 2.20.0 needs cuDNN 9.3 or a newer 9.x"
+    )
+    assert "cuDNN 8.9.7: libcudnn.so.8 (the system's loader)" in libraries.verdict.details
+    assert remedy_ids(libraries) == ["install_matching_libraries"]
+    assert "TensorFlow 2.20.0 was built with CUDA 12.5 and cuDNN 9." in steps(libraries)
+    gpus = report.check("gpus")
+    assert gpus.status is Status.PROBLEM
+    assert gpus.verdict.found.endswith(libraries.verdict.found)  # the likely cause
+    assert "  TensorFlow says: Could not load dynamic library 'libcudnn.so.9'" in (
+        gpus.verdict.details
+    )
+
+
+def test_a_cudnn_of_the_right_major_but_an_older_minor_is_a_problem():
+    report = run_doctor(
+        machine(
+            libraries={
+                f"{PIP_RUNTIME}/libcudart.so.12": FakeRuntime(12050),
+                f"{PIP_LIB}/libcudnn.so.9": cudnn(90100),
+            }
+        )
+    )
+    assert report.check("cuda_libraries").status is Status.PROBLEM
+    assert "cuDNN 9.1.0 is loaded" in report.check("cuda_libraries").verdict.found
+
+
+def test_no_loadable_cuda_runtime_is_a_problem_that_says_what_was_searched():
+    report = run_doctor(machine(libraries={f"{PIP_LIB}/libcudnn.so.9": cudnn(90300)}))
+    libraries = report.check("cuda_libraries")
+    assert libraries.status is Status.PROBLEM
+    assert "libcudart.so.12 cannot be loaded" in libraries.verdict.found
+
+
+def test_a_driver_too_old_for_tensorflows_cuda_is_a_problem():
+    nvml = make_fake_nvml([FakeGpu()], driver="470.82.01", cuda_driver=11040)
+    report = run_doctor(machine(nvml=nvml, tensorflow=tensorflow_view(gpus=())))
+    driver = report.check("driver")
+    assert driver.status is Status.PROBLEM
+    assert driver.verdict.found == (
+        "driver 470.82.01, which runs CUDA up to 11.4; TensorFlow 2.20.0 was built with CUDA "
+        "12.5.1, which this driver cannot run"
+    )
+    assert remedy_ids(driver) == ["update_driver_for_cuda"]
+    assert "CUDA 12.5 needs driver 525.60.13 or newer." in steps(driver)
+    gpus = report.check("gpus")
+    assert gpus.status is Status.PROBLEM
+    assert remedy_ids(gpus) == ["update_driver_for_cuda"]
+
+
+def test_a_driver_of_the_same_cuda_major_but_older_minor_is_a_warning():
+    nvml = make_fake_nvml([FakeGpu()], driver="535.104.05", cuda_driver=12020)
+    driver = run_doctor(machine(nvml=nvml)).check("driver")
+    assert driver.status is Status.WARNING
+    assert "minor-version compatibility" in driver.verdict.found
+    assert remedy_ids(driver) == ["update_driver_for_cuda", "ptx_toolchain"]
+
+
+@pytest.mark.parametrize("setting", ["", "-1", "2"])
+def test_a_gpu_hidden_by_cuda_visible_devices_is_a_problem(setting):
+    two = [FakeGpu(uuid="GPU-aaaa"), FakeGpu(uuid="GPU-bbbb")]
+    report = run_doctor(
+        machine(
+            gpus=two,
+            environ={"CUDA_VISIBLE_DEVICES": setting},
+            tensorflow=tensorflow_view(gpus=()),
+        )
+    )
+    gpus = report.check("gpus")
+    assert gpus.status is Status.PROBLEM
+    assert gpus.verdict.found == (
+        f"CUDA_VISIBLE_DEVICES={setting!r} hides all 2 GPU(s) the driver sees"
+    )
+    assert remedy_ids(gpus) == ["check_gpu_visible"]
+    assert f"(now {setting!r})" in steps(gpus)
+    assert "%gpuguard doctor" not in steps(gpus)  # the doctor does not send you to itself
+    assert report.check("other_processes").status is Status.UNKNOWN
+
+
+def test_a_gpu_partly_hidden_by_cuda_visible_devices_is_fine_and_shown():
+    two = [FakeGpu(uuid="GPU-aaaa"), FakeGpu(uuid="GPU-bbbb", name="NVIDIA L4")]
+    report = run_doctor(machine(gpus=two, environ={"CUDA_VISIBLE_DEVICES": "1"}))
+    gpus = report.check("gpus")
+    assert gpus.status is Status.OK
+    assert "CUDA_VISIBLE_DEVICES='1'" in gpus.verdict.details
+
+
+@pytest.mark.parametrize(
+    ("nvml_input", "reason"),
+    [
+        (
+            lambda: make_fake_nvml([], init_error=pynvml.NVML_ERROR_LIBRARY_NOT_FOUND),
+            "NVML library not found: no NVIDIA driver is installed here",
+        ),
+        (
+            lambda: (_ for _ in ()).throw(TelemetryUnavailable("nvidia-ml-py is not installed")),
+            "nvidia-ml-py is not installed",
+        ),
+    ],
+    ids=["no-driver", "no-nvidia-ml-py"],
+)
+def test_nvml_missing_means_no_gpu_with_the_reason(nvml_input, reason):
+    cpu = tensorflow_view(build={"is_cuda_build": False}, gpus=())
+    report = run_doctor(machine(open_nvml=nvml_input, tensorflow=cpu))
+    gpus = report.check("gpus")
+    assert gpus.status is Status.PROBLEM
+    assert gpus.verdict.found.startswith(f"no GPU: {reason}")
+    assert remedy_ids(gpus) == ["check_gpu_visible"]
+    for check_id in ("driver", "other_processes", "gpu_watchdog"):
+        check = report.check(check_id)
+        assert check.status is Status.UNKNOWN
+        assert check.verdict.found.startswith(reason)
+    assert report.exit_status == 1
+
+
+def test_without_nvml_a_gpu_tensorflow_sees_through_directml_is_fine():
+    dml = tensorflow_view(build={"is_cuda_build": False}, gpus=("/physical_device:GPU:0",))
+    nvml = make_fake_nvml([], init_error=pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
+    report = run_doctor(
+        machine(
+            nvml=nvml,
+            tensorflow=dml,
+            platform="win32",
+            versions={"tensorflow-cpu": "2.10.0", "tensorflow-directml-plugin": "0.4.0"},
+        )
+    )
+    assert report.check("gpus").status is Status.OK
+    assert report.check("tensorflow_gpu").verdict.found == (
+        "GPUs through DirectML (tensorflow-directml-plugin)"
+    )
+    assert report.exit_status == 0
+
+
+def test_another_process_holding_memory_is_a_warning_with_its_pid_and_name():
+    shared = FakeGpu(processes=[(4242, 30 * GIB), (1000, 40 * GIB)], graphics_processes=[(77, 1)])
+    report = run_doctor(machine(gpus=[shared]))
+    others = report.check("other_processes")
+    assert others.status is Status.WARNING
+    assert (
+        others.verdict.found
+        == "other processes hold GPU memory: GPU 0: pid 4242 (python3) holds 30.0 GiB"
+    )
+    assert remedy_ids(others) == ["stale_process"]
+    assert "pid 4242 (python3) holds 30.0 GiB" in steps(others)
+    assert "pid 1000" not in others.verdict.found  # this process itself
+    memory = report.check("memory_settings")
+    assert memory.status is Status.WARNING
+    assert memory.verdict.found.startswith("memory growth is off on a shared GPU")
+    assert remedy_ids(memory) == ["memory_growth", "cuda_malloc_async"]
+
+
+def test_memory_growth_on_a_shared_gpu_is_fine():
+    shared = FakeGpu(processes=[(4242, 30 * GIB)])
+    report = run_doctor(machine(gpus=[shared], environ={"TF_FORCE_GPU_ALLOW_GROWTH": "true"}))
+    memory = report.check("memory_settings")
+    assert memory.status is Status.OK
+    assert memory.verdict.found == "memory growth on, BFC allocator"
+
+
+def test_a_display_servers_small_share_is_not_a_warning():
+    display = FakeGpu(graphics_processes=[(900, 300 * 1024**2)])
+    report = run_doctor(machine(gpus=[display]))
+    others = report.check("other_processes")
+    assert others.status is Status.OK
+    assert others.verdict.details == ("GPU 0: pid 900 holds 300 MiB",)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "remedy"),
+    [
+        ("TF_FORCE_GPU_ALLOW_GROWTH", "True", "memory_growth"),
+        ("TF_GPU_ALLOCATOR", "cuda_async", "cuda_malloc_async"),
+    ],
+)
+def test_a_memory_setting_tensorflow_does_not_understand_is_a_warning(variable, value, remedy):
+    memory = run_doctor(machine(environ={variable: value})).check("memory_settings")
+    assert memory.status is Status.WARNING
+    assert memory.verdict.found.startswith(f"{variable}={value!r}")
+    assert remedy_ids(memory) == [remedy]
+
+
+def test_settings_fixed_by_an_initialised_tensorflow_in_this_process_ask_for_a_restart():
+    modules = _initialised_tensorflow(memory_growth=False)
+    shared = FakeGpu(processes=[(4242, 30 * GIB)])
+    memory = run_doctor(machine(gpus=[shared], modules=modules)).check("memory_settings")
+    assert memory.status is Status.WARNING
+    assert any("already set up the GPU in this process" in line for line in memory.verdict.details)
+    assert memory.verdict.remedies[0].note.startswith("Needs a kernel restart")
+
+
+def _initialised_tensorflow(memory_growth):
+    experimental = types.SimpleNamespace(get_memory_growth=lambda gpu: memory_growth)
+    config = types.SimpleNamespace(
+        list_physical_devices=lambda kind: ["gpu0"], experimental=experimental
+    )
+    state = types.SimpleNamespace(_initialized=True)
+    return {
+        "tensorflow": types.SimpleNamespace(config=config),
+        "tensorflow.python.eager.context": types.SimpleNamespace(context_safe=lambda: state),
+    }
+
+
+def test_a_windows_display_gpu_under_wddm_has_a_watchdog_warning():
+    display = FakeGpu(driver_model=0, display_active=True)
+    report = run_doctor(
+        machine(gpus=[display], platform="win32", read_registry=lambda: {"TdrDelay": 2})
+    )
+    watchdog = report.check("gpu_watchdog")
+    assert watchdog.status is Status.WARNING
+    assert "Windows resets this WDDM GPU and drives a display" in watchdog.verdict.found
+    assert remedy_ids(watchdog) == ["smaller_work", "tcc_mode", "tdr_registry"]
+    assert "nvidia-smi -i 0 -dm 1" in steps(watchdog)
+
+
+def test_a_linux_gpu_with_a_kernel_time_limit_has_a_watchdog_warning():
+    runtime = FakeRuntime(12050, timeout_enabled=True)
+    libraries = {"libcudart.so": runtime, f"{PIP_LIB}/libcudnn.so.9": cudnn(90300)}
+    watchdog = run_doctor(machine(libraries=libraries)).check("gpu_watchdog")
+    assert watchdog.status is Status.WARNING
+    assert remedy_ids(watchdog) == ["smaller_work"]
+    assert runtime.asked == [(17, 0)]
+
+
+def test_a_tcc_gpu_on_windows_has_no_watchdog():
+    watchdog = run_doctor(machine(gpus=[FakeGpu(driver_model=1)], platform="win32")).check(
+        "gpu_watchdog"
+    )
+    assert watchdog.status is Status.OK
+    assert "TCC driver model" in watchdog.verdict.details[0]
+
+
+def test_tensorflow_that_fails_to_import_is_a_problem_naming_the_library():
+    broken = FrameworkView(
+        "tensorflow",
+        import_error="ImportError: libcudnn.so.9: cannot open shared object file",
+    )
+    build = run_doctor(machine(tensorflow=broken)).check("tensorflow_build")
+    assert build.status is Status.PROBLEM
+    assert build.verdict.found == (
+        "import tensorflow fails: ImportError: libcudnn.so.9: cannot open shared object file"
+    )
+    assert remedy_ids(build) == ["install_matching_libraries"]
+
+
+def test_a_child_that_crashed_importing_tensorflow_could_not_be_checked():
+    crashed = FrameworkView(
+        "tensorflow",
+        failure="importing it in a child process failed: the child was killed by signal 11",
+        messages=("Segmentation fault",),
+    )
+    report = run_doctor(machine(tensorflow=crashed))
+    build = report.check("tensorflow_build")
+    assert build.status is Status.UNKNOWN
+    assert "killed by signal 11" in build.verdict.found
+    assert build.verdict.details == ("Segmentation fault",)
+    assert report.check("tensorflow_gpu").status is Status.UNKNOWN
+    assert report.check("gpus").status is Status.OK  # the driver's view still stands
+
+
+def test_a_gpu_tensorflow_skips_for_its_architecture_is_named():
+    old = tensorflow_view(
+        gpus=(),
+        messages=(
+            "Ignoring visible gpu device (device: 0, name: Tesla K10.G1.8GB) with Cuda compute "
+            "capability 3.0. The minimum required Cuda capability is 3.5.",
+        ),
+    )
+    gpus = run_doctor(machine(tensorflow=old)).check("gpus")
+    assert gpus.status is Status.PROBLEM
+    assert "compute capability 3.0" in gpus.verdict.found
+    assert remedy_ids(gpus) == ["match_gpu_architecture"]
+
+
+def test_tensorflow_built_otherwise_than_its_tested_configuration_is_a_warning():
+    conda = tensorflow_view(build={**tensorflow_view().build, "cuda_version": "12.0"})
+    build = run_doctor(machine(tensorflow=conda)).check("tensorflow_build")
+    assert build.status is Status.WARNING
+    assert "the tested build of 2.20 uses CUDA 12.5 and cuDNN 9.3" in build.verdict.found
+
+
+def test_a_release_newer_than_the_table_says_which_row_it_was_compared_with():
+    newer = tensorflow_view(version="2.99.0")
+    build = run_doctor(machine(tensorflow=newer, versions={"tensorflow": "2.99.0"})).check(
+        "tensorflow_build"
+    )
+    assert build.status is Status.OK
+    assert "the tested build of 2.20, the newest in TensorFlow's tested configurations" in (
+        build.verdict.found
+    )
+
+
+def test_two_tensorflow_packages_installed_together_is_a_warning():
+    versions = {"tensorflow": "2.20.0", "tensorflow-cpu": "2.19.0"}
+    packages = run_doctor(machine(versions=versions)).check("packages")
+    assert packages.status is Status.WARNING
+    assert packages.verdict.found.startswith("tensorflow and tensorflow-cpu are all installed")
+
+
+def test_no_tensorflow_installed_is_a_warning_and_no_child_is_started():
+    started = []
+    report = run_doctor(
+        machine(versions={"torch": "2.13.0"}, read_framework=started.append, tensorflow=None)
+    )
+    assert report.check("tensorflow_build").status is Status.WARNING
+    assert report.check("tensorflow_build").verdict.found == "TensorFlow is not installed"
+    assert started == ["torch"]  # PyTorch's GPUs are read; TensorFlow is never imported
+
+
+def test_a_framework_is_imported_only_for_a_check_that_needs_it_and_announced_first():
+    events = []
+
+    def read_framework(framework):
+        events.append(("read", framework))
+        return tensorflow_view()
+
+    quick = [check for check in CHECKS if check[0] in ("python", "packages", "other_processes")]
+    run_doctor(machine(read_framework=read_framework), announce=events.append, checks=quick)
+    assert events == []
+    run_doctor(machine(read_framework=read_framework), announce=events.append)
+    assert len(events) == 2
+    assert events[0].startswith("Importing TensorFlow in a child process")
+    assert events[1] == ("read", "tensorflow")
+
+
+def test_a_probe_that_raises_becomes_could_not_check_with_the_reason():
+    def broken_metadata(distribution):
+        raise RuntimeError("metadata database is corrupt")
+
+    report = run_doctor(machine(version_of=broken_metadata))
+    packages = report.check("packages")
+    assert packages.status is Status.UNKNOWN
+    assert packages.verdict.found == "the check raised RuntimeError: metadata database is corrupt"
+    assert [check.id for check in report.checks] == [check_id for check_id, _, _ in CHECKS]
+    for check_id in ("python", "other_processes", "gpu_watchdog"):  # read no metadata
+        assert report.check(check_id).status is Status.OK, check_id
+
+
+def test_a_check_that_raises_becomes_could_not_check():
+    def faulty(findings):
+        raise KeyError("cuda_version")
+
+    report = run_doctor(machine(), checks=[("faulty", "A faulty check", faulty), *CHECKS[:1]])
+    assert report.check("faulty").status is Status.UNKNOWN
+    assert report.check("faulty").verdict.found == "the check raised KeyError: 'cuda_version'"
+    assert report.check("python").status is Status.OK
