@@ -16,7 +16,7 @@ def driver(findings: Findings) -> Verdict:
     """The driver against the CUDA TensorFlow was built with: each CUDA needs a minimum driver."""
     nvml = findings.nvml
     if nvml.problem is not None:
-        return Verdict(Status.UNKNOWN, f"{nvml.problem}")
+        return Verdict(Status.UNKNOWN, nvml.problem)
     found = f"driver {nvml.driver or 'of unknown version'}"
     if nvml.cuda is not None:
         found += f", which runs CUDA up to {nvml.cuda_text}"

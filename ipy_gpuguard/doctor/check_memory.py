@@ -66,8 +66,8 @@ def memory_settings(findings: Findings) -> Verdict:
 def _growth_line(growth: bool, variable: str | None) -> str:
     if growth:
         source = " (TF_FORCE_GPU_ALLOW_GROWTH)" if variable == "true" else ""
-        return f"memory growth: on{source}: TensorFlow takes GPU memory as it needs it"
-    return "memory growth: off: TensorFlow reserves almost all of each GPU's memory when it starts"
+        return f"memory growth on{source}: TensorFlow takes GPU memory as it needs it"
+    return "memory growth off: TensorFlow reserves almost all of each GPU's memory when it starts"
 
 
 def _initialised_line(findings: Findings) -> str:
@@ -113,20 +113,19 @@ def other_processes(findings: Findings) -> Verdict:
     """Memory other processes hold on the visible GPUs: often a forgotten kernel."""
     nvml = findings.nvml
     if nvml.problem is not None:
-        return Verdict(Status.UNKNOWN, f"{nvml.problem}")
+        return Verdict(Status.UNKNOWN, nvml.problem)
     if not nvml.visible_gpus():
         return Verdict(Status.UNKNOWN, "no visible GPU")
-    every = _others_by_gpu(findings, 0.0)
-    details = tuple(f"GPU {index}: {held}" for index, held in every)
-    text = _held_text(findings, SHARED_FRACTION)
-    if not text:
+    every = _held_text(findings, 0.0)
+    much = _held_text(findings, SHARED_FRACTION)
+    if not much:
         found = (
             "no other process holds much GPU memory" if every else "no other process uses the GPUs"
         )
-        return Verdict(Status.OK, found, details)
+        return Verdict(Status.OK, found, (every,) if every else ())
     return Verdict(
         Status.WARNING,
-        f"other processes hold GPU memory: {text}",
-        details,
-        findings.remedies("stale_process", other_processes=text),
+        f"other processes hold GPU memory: {much}",
+        (f"all of them: {every}",) if every != much else (),
+        findings.remedies("stale_process", other_processes=much),
     )

@@ -162,10 +162,10 @@ def tensorflow_uses_gpu(findings: Findings) -> Verdict:
             Status.OK,
             f"{name} is a CPU-only build, and the driver reports no NVIDIA GPU for it to use",
         )
-    listed = ", ".join(f"{gpu.index} {gpu.name}" for gpu in gpus)
+    listed = ", ".join(f"GPU {gpu.index} {gpu.name}" for gpu in gpus)
     return Verdict(
         Status.PROBLEM,
-        f"{name} is a CPU-only build, on a machine with {len(gpus)} NVIDIA GPU(s) ({listed}): "
+        f"{name} is a CPU-only build, on a machine with an NVIDIA GPU ({listed}): "
         f"{_why_cpu_only(findings, installed[0])}",
         remedies=findings.remedies("install_gpu_tensorflow"),
     )

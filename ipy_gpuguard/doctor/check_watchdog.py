@@ -10,7 +10,7 @@ def gpu_watchdog(findings: Findings) -> Verdict:
     """A GPU that resets after a few seconds of one kernel limits the batch a step may take."""
     nvml = findings.nvml
     if nvml.problem is not None:
-        return Verdict(Status.UNKNOWN, f"{nvml.problem}")
+        return Verdict(Status.UNKNOWN, nvml.problem)
     timeouts = findings.gpu_timeouts
     if not timeouts:
         return Verdict(Status.UNKNOWN, "no visible GPU")

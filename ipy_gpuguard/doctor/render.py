@@ -47,12 +47,14 @@ def _plural(count: int, status: Status) -> str:
 def report_text(report: Report, width: int = 100, colour: bool = False) -> str:
     """The report for a terminal: a line per check, then its details and remedies, wrapped."""
     lines = [summary_text(report), ""]
+    shown: set[str] = set()
     for check in report.checks:
-        lines += _check_lines(check, width, colour)
+        lines += _check_lines(check, width, colour, shown)
     return "\n".join(lines)
 
 
-def _check_lines(check: Check, width: int, colour: bool) -> list[str]:
+def _check_lines(check: Check, width: int, colour: bool, shown: set[str]) -> list[str]:
+    """The check's lines; a remedy already spelled out above (``shown``) is only named."""
     verdict = check.verdict
     label = f"{SYMBOLS[check.status]} {check.status.value}".ljust(_STATUS_WIDTH)
     if colour:
@@ -63,6 +65,10 @@ def _check_lines(check: Check, width: int, colour: bool) -> list[str]:
     for detail in verdict.details:
         lines += _wrapped(detail, width, indent + "  · ", indent + "    ")
     for remedy in verdict.remedies:
+        if remedy.id in shown:
+            lines += _wrapped(f"{remedy.title}: see above", width, indent + "→ ", indent + "  ")
+            continue
+        shown.add(remedy.id)
         lines += _wrapped(f"{remedy.title}: {remedy.why}", width, indent + "→ ", indent + "  ")
         for number, step in enumerate(remedy.steps, 1):
             lines += _wrapped(step, width, f"{indent}  {number}. ", indent + "     ")

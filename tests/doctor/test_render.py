@@ -48,7 +48,8 @@ def test_text_has_a_line_per_check_with_its_status_and_wraps_to_the_width():
     ]
     assert all(check.title in head for check, head in zip(report.checks, heads, strict=True))
     assert "✗ problem          TensorFlow can use a GPU: TensorFlow 2.20.0 (tensorflow-cpu)" in text
-    assert "  → Install TensorFlow's GPU build:" in text
+    assert text.count("→ Install TensorFlow's GPU build: A CPU-only TensorFlow") == 1
+    assert text.count("→ Install TensorFlow's GPU build: see above") == 1  # the second row's
     assert all(len(line) <= 80 for line in lines if " " in line.strip()), max(lines, key=len)
     assert "\033[" not in text
     assert "\033[31m✗ problem" in report_text(report, colour=True)
