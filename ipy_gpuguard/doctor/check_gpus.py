@@ -141,7 +141,7 @@ def gpus_seen(findings: Findings) -> Verdict:
         setting = findings.machine.environ.get("CUDA_VISIBLE_DEVICES")
         return Verdict(
             Status.PROBLEM,
-            f"CUDA_VISIBLE_DEVICES={setting!r} hides all {len(nvml.gpus)} GPU(s) the driver sees",
+            f"CUDA_VISIBLE_DEVICES={setting!r} hides all {_count(len(nvml.gpus), 'GPU')} the driver sees",
             details,
             findings.remedies("check_gpu_visible"),
         )
@@ -163,9 +163,9 @@ def gpus_seen(findings: Findings) -> Verdict:
 
 def _why_tensorflow_sees_fewer(findings: Findings) -> tuple[str, tuple[Remedy, ...]]:
     """The likely cause, most specific first: the build, the libraries, the driver, the log."""
-    for check in (tensorflow_uses_gpu(findings), cuda_libraries(findings), driver(findings)):
-        if check.status is Status.PROBLEM:
-            return check.found, check.remedies
+    for verdict in (tensorflow_uses_gpu(findings), cuda_libraries(findings), driver(findings)):
+        if verdict.status is Status.PROBLEM:
+            return verdict.found, verdict.remedies
     view = findings.tensorflow
     messages = view.messages if view is not None else ()
     architecture = [m for m in messages if "Ignoring visible gpu device" in m]
@@ -199,7 +199,7 @@ def _seen_lines(findings: Findings) -> tuple[str, ...]:
             lines.append(f"{label}: could not check: {view.failure or view.import_error}")
         else:
             lines.append(f"{label} {view.version}: {', '.join(view.gpus) or _no_gpu(view)}")
-            lines += [f"  {label} says: {message}" for message in view.messages]
+            lines += [f"{label} says: {message}" for message in view.messages]
     return tuple(lines)
 
 

@@ -15,6 +15,8 @@ _PACKAGES = (
     ("PyTorch", ("torch",)),
     ("JAX", ("jax", "jaxlib")),
 )
+#: Said to be missing when they are; DirectML is named only where it is installed.
+_NAMED_WHEN_MISSING = ("TensorFlow", "Keras", "PyTorch", "JAX")
 #: CUDA libraries from pip, which TensorFlow's Linux wheels load first.
 _PIP_CUDA = (
     "nvidia-cuda-runtime-cu12",
@@ -45,7 +47,7 @@ def packages(findings: Findings) -> Verdict:
         present = [f"{name} {version}" for name, version in versions if version is not None]
         if present:
             installed += present
-        else:
+        elif label in _NAMED_WHEN_MISSING:
             missing.append(label)
     pip_cuda = [f"{name} {version_of(name)}" for name in _PIP_CUDA if version_of(name)]
     details = [f"CUDA from pip: {', '.join(pip_cuda)}"] if pip_cuda else []
@@ -97,9 +99,9 @@ def tensorflow_build(findings: Findings) -> Verdict:
     build = view.build
     if not build.get("is_cuda_build"):
         kind = "a ROCm build" if build.get("is_rocm_build") else "a CPU-only build"
-        plugin = [name for name in _DIRECTML if findings.machine.version_of(name)]
+        plugin = _directml_plugin(findings)
         if plugin:
-            kind += f", with {plugin[0]} for DirectML GPUs"
+            kind += f", with {plugin} for DirectML GPUs"
         return Verdict(Status.OK, f"{name}, {kind}")
     return _cuda_build(findings, name)
 
@@ -113,7 +115,7 @@ def _cuda_build(findings: Findings, name: str) -> Verdict:
     if tested is None:
         return Verdict(
             Status.OK,
-            f"{name}, {built}; its release is older than {table} reach",
+            f"{name}, {built}; its release is older than any in {table}",
         )
     release = version_tuple(findings.tensorflow_version or "") or ()
     newest = version_tuple(TESTED_BUILDS[0].tensorflow) or ()
@@ -152,9 +154,9 @@ def tensorflow_uses_gpu(findings: Findings) -> Verdict:
         return Verdict(Status.OK, f"a CUDA build (CUDA {build.get('cuda_version')})")
     if build.get("is_rocm_build"):
         return Verdict(Status.OK, "a ROCm build, for AMD GPUs")
-    plugin = [name for name in _DIRECTML if findings.machine.version_of(name)]
+    plugin = _directml_plugin(findings)
     if plugin:
-        return Verdict(Status.OK, f"GPUs through DirectML ({plugin[0]})")
+        return Verdict(Status.OK, f"GPUs through DirectML ({plugin})")
     gpus = findings.nvml.gpus
     name = f"TensorFlow {view.version} ({installed[0]})"
     if not gpus:
@@ -169,6 +171,11 @@ def tensorflow_uses_gpu(findings: Findings) -> Verdict:
         f"{_why_cpu_only(findings, installed[0])}",
         remedies=findings.remedies("install_gpu_tensorflow"),
     )
+
+
+def _directml_plugin(findings: Findings) -> str | None:
+    """The DirectML package that gives a CPU build of TensorFlow its GPUs, if installed."""
+    return next((name for name in _DIRECTML if findings.machine.version_of(name)), None)
 
 
 def _why_cpu_only(findings: Findings, distribution: str) -> str:

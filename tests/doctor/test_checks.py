@@ -100,7 +100,7 @@ def test_a_cudnn_older_than_tensorflows_build_is_a_problem():
     gpus = report.check("gpus")
     assert gpus.status is Status.PROBLEM
     assert gpus.verdict.found.endswith(libraries.verdict.found)  # the likely cause
-    assert "  TensorFlow says: Could not load dynamic library 'libcudnn.so.9'" in (
+    assert "TensorFlow says: Could not load dynamic library 'libcudnn.so.9'" in (
         gpus.verdict.details
     )
 
@@ -162,7 +162,7 @@ def test_a_gpu_hidden_by_cuda_visible_devices_is_a_problem(setting):
     gpus = report.check("gpus")
     assert gpus.status is Status.PROBLEM
     assert gpus.verdict.found == (
-        f"CUDA_VISIBLE_DEVICES={setting!r} hides all 2 GPU(s) the driver sees"
+        f"CUDA_VISIBLE_DEVICES={setting!r} hides all 2 GPUs the driver sees"
     )
     assert remedy_ids(gpus) == ["check_gpu_visible"]
     assert f"(now {setting!r})" in steps(gpus)
