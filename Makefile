@@ -30,11 +30,12 @@ lint: $(VENV)/.installed
 lab: $(VENV)/.installed
 	$(VENV)/bin/jupyter lab notebooks/
 
-## Measure the guard's overhead (figures printed side by side).
+## Measure the guard's overhead, the batch search, the watchdog and the doctor (figures side by side).
 bench: $(VENV)/.installed
 	$(PY) bench/overhead.py
 	$(PY) bench/batch_search.py
 	$(PY) bench/watchdog.py
+	$(PY) bench/doctor.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
