@@ -380,18 +380,13 @@ def _doctor(as_json: bool) -> dict[str, Any] | None:
     progress = display(Pretty("Checking the GPU environment…"), display_id=True)
 
     def announce(message: str) -> None:
-        if progress is not None:
-            progress.update(Pretty(message))
+        progress.update(Pretty(message))
 
     report = run_doctor(announce=announce)
     if as_json:
         announce(summary_text(report))
         return report_data(report)
-    table = DoctorTable(report, lambda again: run_doctor(announce=again))
-    if progress is None:
-        display(table)
-    else:
-        progress.update(table)
+    progress.update(DoctorTable(report, lambda again: run_doctor(announce=again)))
     return None
 
 

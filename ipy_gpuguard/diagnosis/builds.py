@@ -78,6 +78,31 @@ def min_driver(cuda_version: str) -> str | None:
     return MIN_LINUX_DRIVER.get(cuda_version) or MIN_LINUX_DRIVER.get(major)
 
 
+def build_fields(
+    tensorflow_version: str | None, cuda: str | None = None, cudnn: str | None = None
+) -> dict[str, str]:
+    """What remedy steps may name of a TensorFlow build: its version, CUDA and cuDNN, and the
+    driver that CUDA needs.
+
+    ``cuda`` and ``cudnn`` are the build's own, where it was read (``get_build_info``); the
+    tested configuration of the release fills what they leave out.
+    """
+    if not tensorflow_version:
+        return {}
+    fields = {"tensorflow_version": tensorflow_version}
+    tested = tested_build(tensorflow_version)
+    cuda = cuda or (tested.cuda if tested else None)
+    cudnn = cudnn or (tested.cudnn if tested else None)
+    if cuda:
+        fields["build_cuda"] = cuda
+        driver = min_driver(cuda)
+        if driver:
+            fields["min_driver"] = driver
+    if cudnn:
+        fields["build_cudnn"] = cudnn
+    return fields
+
+
 def _major_minor(version: str) -> tuple[int, int] | None:
     parts = version.split(".")
     try:

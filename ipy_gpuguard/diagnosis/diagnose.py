@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from ..telemetry.units import format_bytes
-from .builds import min_driver, tested_build
+from .builds import build_fields
 from .context import Context, DeviceMemory
 from .evidence import memory_evidence
 from .facts import extract_facts, fill
@@ -181,14 +181,7 @@ def _template_fields(facts: dict[str, FactValue], context: Context) -> dict[str,
     device = facts.get("device")
     if isinstance(device, str) and device.rsplit(":", 1)[-1].isdigit():
         fields["device_index"] = device.rsplit(":", 1)[-1]
-    if context.tensorflow_version:
-        fields["tensorflow_version"] = context.tensorflow_version
-        build = tested_build(context.tensorflow_version)
-        if build is not None:
-            fields["build_cuda"], fields["build_cudnn"] = build.cuda, build.cudnn
-            driver = min_driver(build.cuda)
-            if driver:
-                fields["min_driver"] = driver
+    fields.update(build_fields(context.tensorflow_version))
     visible = context.environment.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         fields["cuda_visible_devices"] = repr(visible)

@@ -12,7 +12,7 @@ from dataclasses import replace
 from functools import cached_property
 
 from ..diagnosis import FactValue, Remedy
-from ..diagnosis.builds import BuildConfiguration, min_driver, tested_build
+from ..diagnosis.builds import BuildConfiguration, build_fields, tested_build
 from ..diagnosis.context import TENSORFLOW_DISTRIBUTIONS
 from ..diagnosis.remedies import SEE_DOCTOR, resolved
 from ..telemetry import DeviceInfo
@@ -145,24 +145,15 @@ class Findings:
 
     def fields(self) -> dict[str, FactValue]:
         """Values the catalog's remedy steps may name: versions, the driver they need."""
-        fields: dict[str, FactValue] = {}
-        if self.tensorflow_version:
-            fields["tensorflow_version"] = self.tensorflow_version
         cuda = self.build_version("cuda_version")
         cudnn = self.build_version("cudnn_version")
-        tested = self.tested
-        if cuda:
-            fields["build_cuda"] = version_text(cuda[:2])
-        elif tested is not None:
-            fields["build_cuda"] = tested.cuda
-        if cudnn:
-            fields["build_cudnn"] = version_text(cudnn)
-        elif tested is not None:
-            fields["build_cudnn"] = tested.cudnn
-        if "build_cuda" in fields:
-            driver = min_driver(str(fields["build_cuda"]))
-            if driver:
-                fields["min_driver"] = driver
+        fields: dict[str, FactValue] = {
+            **build_fields(
+                self.tensorflow_version,
+                version_text(cuda[:2]) if cuda else None,
+                version_text(cudnn) if cudnn else None,
+            )
+        }
         visible = self.machine.environ.get("CUDA_VISIBLE_DEVICES")
         if visible is not None:
             fields["cuda_visible_devices"] = repr(visible)

@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-#: Library file names by platform and major version; ``None`` is the unversioned name.
+#: Library file names by platform and major version; ``None`` is Linux's unversioned name
+#: (Windows has none: every DLL carries its major).
 _FILE_NAMES: dict[str, dict[str, Callable[[int | None], str]]] = {
     "cudart": {
         "linux": lambda major: (
@@ -23,11 +24,11 @@ _FILE_NAMES: dict[str, dict[str, Callable[[int | None], str]]] = {
             if major is None
             else f"libcudart.so.{major}{'.0' if major <= 11 else ''}"
         ),
-        "win32": lambda major: "cudart64_110.dll" if major == 11 else f"cudart64_{major or 12}.dll",
+        "win32": lambda major: "cudart64_110.dll" if major == 11 else f"cudart64_{major}.dll",
     },
     "cudnn": {
         "linux": lambda major: "libcudnn.so" if major is None else f"libcudnn.so.{major}",
-        "win32": lambda major: f"cudnn64_{major or 9}.dll",
+        "win32": lambda major: f"cudnn64_{major}.dll",
     },
 }
 #: The pip package directory of each library, under ``site-packages/nvidia``.
