@@ -19,7 +19,7 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ipy_gpuguard.batch.search import BatchSearch, SearchSettings, Trial
+from ipy_gpuguard.retry.search import BatchSearch, SearchSettings, Trial
 
 START = 8192
 CAPACITY = 16 * 2**30

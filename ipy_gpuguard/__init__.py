@@ -40,13 +40,13 @@ def __getattr__(name: str) -> Any:
 
 def load_ipython_extension(ipython: Any) -> None:
     """Called by ``%load_ext ipy_gpuguard``."""
-    from .extension import load
+    from .shell import load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """Called by ``%unload_ext ipy_gpuguard`` (and ``%reload_ext``)."""
-    from .extension import unload
+    from .shell import unload
 
     unload(ipython)

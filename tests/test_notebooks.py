@@ -55,7 +55,7 @@ def test_oom_recovery_recovers_with_the_retry_and_by_itself(tmp_path):
     ]
     everything = "\n".join(texts)
     assert "Retry: batch size 64 instead of 512" in everything  # the card's offer
-    assert "ipy_gpuguard · fixed: batch size 64 fits" in everything  # %gpuguard retry
+    assert "ipy_gpuguard · Fixed: batch size 64 fits" in everything  # %gpuguard retry
     (last,) = [text for text in texts if text.startswith("trained at batch size")]
     size = int(last.split()[4].rstrip(":"))
     assert 0.85 * 96 <= size <= 96  # --auto-retry --find-max, near the cliff at 96

@@ -39,8 +39,8 @@ class Remedy:
     Parameters
     ----------
     action
-        The id of something the guard can do by itself (``free_memory``,
-        ``retry_smaller_batch``, ``retry_mixed_precision``); ``None`` for guidance only.
+        The id of the protocol's action that carries it out (``free_memory``, ``retry``);
+        ``None`` for guidance only.
     steps
         What to do by hand, in order; facts of the diagnosis are filled in.
     note

@@ -40,7 +40,7 @@ _CATALOG = (
         steps=(
             "Lower batch_size in the cell<< (a batch {fit_fraction} should fit)>> and run it again.",
         ),
-        action="retry_smaller_batch",
+        action="retry",
     ),
     Remedy(
         "mixed_precision",
@@ -50,7 +50,6 @@ _CATALOG = (
             'keras.mixed_precision.set_global_policy("mixed_float16") before building the model;',
             'keep the last layer in float32: Dense(..., dtype="float32") or Activation("softmax", dtype="float32").',
         ),
-        action="retry_mixed_precision",
     ),
     Remedy(
         "gradient_accumulation",
@@ -122,7 +121,7 @@ _CATALOG = (
         "The watchdog resets a GPU whose single kernel runs too long: a smaller batch or smaller "
         "tensors (image size, sequence length) make each kernel shorter.",
         steps=("Halve batch_size or the input size and run again.",),
-        action="retry_smaller_batch",
+        action="retry",
     ),
     Remedy(
         "check_input_pipeline",

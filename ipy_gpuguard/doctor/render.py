@@ -11,7 +11,8 @@ from html import escape
 from typing import Any
 
 from .._version import __version__
-from ..ui.remedy_render import remedies_html, remedy_data
+from ..protocol import to_json
+from ..ui.remedy_render import card_remedy, remedies_html
 from .model import Check, Report, Status
 
 #: The vendor MIME type of the report's data, for the lab extension.
@@ -114,7 +115,7 @@ def _row_html(check: Check) -> str:
         f'<tr data-check="{escape(check.id)}"><td {cell}>{status_html(check.status)}</td>'
         f"<td {cell}><b>{escape(check.title)}</b></td>"
         f"<td {cell}>{escape(verdict.found)}{details_html}</td>"
-        f"<td {cell}>{remedies_html(verdict.remedies)}</td></tr>"
+        f"<td {cell}>{remedies_html(tuple(map(card_remedy, verdict.remedies)))}</td></tr>"
     )
 
 
@@ -149,7 +150,7 @@ def report_data(report: Report) -> dict[str, Any]:
                 "status": check.status.value,
                 "found": check.verdict.found,
                 "details": list(check.verdict.details),
-                "remedies": [remedy_data(remedy) for remedy in check.verdict.remedies],
+                "remedies": [to_json(card_remedy(remedy)) for remedy in check.verdict.remedies],
             }
             for check in report.checks
         ],

@@ -1,66 +1,43 @@
-"""The remediation card as text, escaped HTML and JSON: pure functions of a :class:`CardView`.
+"""The remediation card as text and escaped HTML: pure functions of a :class:`~ipy_gpuguard.protocol.Card`.
 
 The widget card shows the same HTML, plus buttons; a saved notebook, nbconvert and a terminal
-show these renderings; the lab extension reads the JSON. Everything that comes from the error
-(messages, op names) is escaped: an error message containing HTML shows as text.
+show these renderings; the lab extension renders the card's JSON itself. Everything that comes
+from the error (messages, op names) is escaped: an error message containing HTML shows as text.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from ..diagnosis import Diagnosis, Kind
-from ..diagnosis.facts import FACT_LABELS, fact_text
-from ..reclaim import Reclaimed
-from ..retry import RetryOffer
+from ..protocol import CARD_MIME, Card, Reclaim, to_json
 from ..telemetry.units import format_bytes
 from . import render, retry_render
-from .remedy_render import remedies_html, remedy_data
-from .view import PanelView
+from .remedy_render import remedies_html
 
-#: The vendor MIME type of the card's data, for the lab extension.
-CARD_MIME = "application/vnd.ipy-gpuguard.card+json"
-CARD_DATA_VERSION = 1
 #: Remedies spelled out in the text card, the most likely first; the rest are named.
 TEXT_REMEDIES = 3
 
 _KIND_COLOURS = {
-    Kind.OUT_OF_MEMORY: "#c62828",
-    Kind.HANG: "#ef6c00",
-    Kind.FAULT: "#c62828",
-    Kind.MISMATCH: "#6a1b9a",
-    Kind.NO_GPU: "#455a64",
-    Kind.DATA: "#1565c0",
-    Kind.UNKNOWN: "#616161",
+    "oom": "#c62828",
+    "hang": "#ef6c00",
+    "fault": "#c62828",
+    "mismatch": "#6a1b9a",
+    "no_gpu": "#455a64",
+    "data": "#1565c0",
+    "unknown": "#616161",
 }
 
 
-@dataclass(frozen=True)
-class CardView:
-    """What one card shows: the diagnosis, what freeing memory did, the run's memory chart.
-
-    ``notes`` are consequences the person should know about (``%debug`` after freeing);
-    ``retry`` is the smaller batch an out-of-memory card offers, or why it offers none.
-    """
-
-    diagnosis: Diagnosis
-    reclaimed: Reclaimed | None = None
-    panel: PanelView | None = None
-    notes: tuple[str, ...] = ()
-    retry: RetryOffer | None = None
+def card_bundle(card: Card) -> dict[str, Any]:
+    """The card's lasting forms: text, HTML and its data for the lab extension."""
+    return {"text/plain": card_text(card), "text/html": card_html(card), CARD_MIME: to_json(card)}
 
 
-def facts_rows(diagnosis: Diagnosis) -> list[tuple[str, str]]:
-    """``(label, value)`` for each known fact, in the catalog's order."""
-    ordered = [name for name in FACT_LABELS if name in diagnosis.facts]
-    ordered += [name for name in diagnosis.facts if name not in FACT_LABELS]
-    return [(FACT_LABELS.get(name, name), fact_text(diagnosis.facts, name)) for name in ordered]
-
-
-def reclaimed_text(reclaimed: Reclaimed) -> str:
+def reclaimed_text(reclaimed: Reclaim) -> str:
     """What freeing did, in one sentence."""
+    if reclaimed.pending:
+        return "Freeing the memory the failure pinned…"
     freed, held = reclaimed.freed_bytes, reclaimed.held_bytes
     if freed is None:
         return (
@@ -79,111 +56,64 @@ def reclaimed_text(reclaimed: Reclaimed) -> str:
     )
 
 
-def card_text(card: CardView) -> str:
-    diagnosis = card.diagnosis
-    lines = [f"ipy_gpuguard · {diagnosis.title} [{diagnosis.rule_id}]", diagnosis.summary]
-    rows = facts_rows(diagnosis)
-    width = max((len(label) for label, _ in rows), default=0)
-    lines += [f"  {label:<{width}}  {value}" for label, value in rows]
-    lines += [f"  · {line}" for line in diagnosis.evidence]
+def card_text(card: Card) -> str:
+    lines = [f"ipy_gpuguard · {card.title} [{card.rule_id}]", card.summary]
+    width = max((len(fact.label) for fact in card.facts), default=0)
+    lines += [f"  {fact.label:<{width}}  {fact.text}" for fact in card.facts]
+    lines += [f"  · {line}" for line in card.evidence]
     if card.reclaimed is not None:
         lines.append(reclaimed_text(card.reclaimed))
     lines += list(card.notes)
     if card.retry is not None:
-        lines += retry_render.offer_text(card.retry)
-    if diagnosis.remedies:
+        lines += retry_render.retry_text(card.retry, card.batch_edit)
+    if card.remedies:
         lines.append("What to do:")
-    shown = diagnosis.remedies[:TEXT_REMEDIES]
-    for number, remedy in enumerate(shown, 1):
+    for number, remedy in enumerate(card.remedies[:TEXT_REMEDIES], 1):
         lines.append(f"  {number}. {remedy.title}: {remedy.why}")
         lines += [f"     - {step}" for step in remedy.steps]
         if remedy.note:
             lines.append(f"     ({remedy.note})")
-    more = diagnosis.remedies[TEXT_REMEDIES:]
+    more = card.remedies[TEXT_REMEDIES:]
     if more:
         lines.append("  Also: " + "; ".join(remedy.title for remedy in more) + ".")
     return "\n".join(lines)
 
 
-def card_header_html(card: CardView) -> str:
+def card_header_html(card: Card) -> str:
     """Title, sentence, facts, evidence and chart: the part of the card that is not buttons."""
-    diagnosis = card.diagnosis
-    colour = _KIND_COLOURS[diagnosis.kind]
+    colour = _KIND_COLOURS.get(card.kind, _KIND_COLOURS["unknown"])
     rows = "".join(
-        f'<tr><td style="color:#666;padding-right:1em">{escape(label)}</td>'
-        f"<td><code>{escape(value)}</code></td></tr>"
-        for label, value in facts_rows(diagnosis)
+        f'<tr><td style="color:#666;padding-right:1em">{escape(fact.label)}</td>'
+        f"<td><code>{escape(fact.text)}</code></td></tr>"
+        for fact in card.facts
     )
-    evidence = "".join(f"<li>{escape(line)}</li>" for line in diagnosis.evidence)
+    evidence = "".join(f"<li>{escape(line)}</li>" for line in card.evidence)
     notes = "".join(f"<div>{escape(note)}</div>" for note in card.notes)
+    chart = "".join(render.memory_chart_svg(series) for series in card.chart)
     return (
         f'<div style="border-left:4px solid {colour};padding-left:8px">'
-        f'<div style="font-weight:bold;color:{colour}">{escape(diagnosis.title)} '
-        f'<span style="font-weight:normal;color:#888;font-size:smaller">{escape(diagnosis.rule_id)}</span></div>'
-        f"<div>{escape(diagnosis.summary)}</div>"
+        f'<div style="font-weight:bold;color:{colour}">{escape(card.title)} '
+        f'<span style="font-weight:normal;color:#888;font-size:smaller">{escape(card.rule_id)}</span></div>'
+        f"<div>{escape(card.summary)}</div>"
         f"{f'<table>{rows}</table>' if rows else ''}"
         f"{f'<ul>{evidence}</ul>' if evidence else ''}"
-        f"{_chart_html(card)}{notes}</div>"
+        f"{chart}{notes}</div>"
     )
 
 
-def reclaimed_html(card: CardView) -> str:
-    return "" if card.reclaimed is None else f"<div>{escape(reclaimed_text(card.reclaimed))}</div>"
+def status_html(card: Card, message: str = "") -> str:
+    """What freeing did and the last action's message."""
+    parts = [reclaimed_text(card.reclaimed)] if card.reclaimed is not None else []
+    parts += [message] if message and message not in parts else []
+    return "".join(f"<div>{escape(part)}</div>" for part in parts)
 
 
-def card_html(card: CardView) -> str:
+def card_html(card: Card) -> str:
     """The whole card as static HTML."""
-    remedies = remedies_html(card.diagnosis.remedies)
+    remedies = remedies_html(card.remedies)
+    retry = retry_render.retry_html(card.retry, card.batch_edit) if card.retry is not None else ""
     return (
         '<div class="ipy-gpuguard-card" style="font-size:13px">'
-        f"{card_header_html(card)}{reclaimed_html(card)}"
-        f"{retry_render.offer_html(card.retry) if card.retry is not None else ''}"
+        f"{card_header_html(card)}{status_html(card)}{retry}"
         f"{f'<div><b>What to do</b></div>{remedies}' if remedies else ''}</div>"
     )
-
-
-def card_data(card: CardView) -> dict[str, Any]:
-    """The card's data for machines (the lab extension): stable keys, bytes as integers."""
-    diagnosis = card.diagnosis
-    reclaimed = card.reclaimed
-    return {
-        "version": CARD_DATA_VERSION,
-        "rule_id": diagnosis.rule_id,
-        "kind": diagnosis.kind.value,
-        "title": diagnosis.title,
-        "summary": diagnosis.summary,
-        "error_type": diagnosis.error_type,
-        "matched": diagnosis.matched,
-        "facts": {
-            name: list(value) if isinstance(value, tuple) else value
-            for name, value in diagnosis.facts.items()
-        },
-        "evidence": list(diagnosis.evidence),
-        "remedies": [remedy_data(remedy) for remedy in diagnosis.remedies],
-        "reclaimed": None
-        if reclaimed is None
-        else {
-            "freed_bytes": reclaimed.freed_bytes,
-            "held_bytes": reclaimed.held_bytes,
-            "frames_cleared": reclaimed.frames_cleared,
-        },
-        "notes": list(card.notes),
-        "retry": None if card.retry is None else _retry_data(card.retry),
-    }
-
-
-def _retry_data(offer: RetryOffer) -> dict[str, Any]:
-    return {
-        "batch_size": offer.size,
-        "current_batch_size": offer.current,
-        "where": offer.where,
-        "reason": offer.reason,
-        "choices": list(offer.choices),
-    }
-
-
-def _chart_html(card: CardView) -> str:
-    panel = card.panel
-    if panel is None:
-        return ""
-    return "".join(render.memory_chart_svg(panel, info) for info in panel.devices)

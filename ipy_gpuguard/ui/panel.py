@@ -18,7 +18,7 @@ import ipywidgets as widgets
 
 from ..telemetry import DeviceInfo
 from . import render, watch_render
-from .view import PanelView, bar_style, device_fraction
+from .view import PanelView, bar_style, device_fraction, device_series
 
 #: The least time between two redraws (seconds): four a second at most.
 MIN_REDRAW_INTERVAL_S = 0.25
@@ -43,7 +43,7 @@ class _DeviceRow:
             self.bar.bar_style = bar_style(fraction)
         self.label.value = f"<b>{escape(render.device_label_text(self.info, sample))}</b>"
         self.stats.value = escape(render.device_stats_text(sample))
-        self.chart.value = render.memory_chart_svg(view, self.info)
+        self.chart.value = render.memory_chart_svg(device_series(view, self.info))
 
     def widgets(self) -> list[widgets.Widget]:
         return [self.label, self.bar, self.stats, self.chart, self.box]

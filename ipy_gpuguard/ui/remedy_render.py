@@ -1,36 +1,36 @@
-"""Remedies as escaped HTML and as data: shared by the remediation card and the doctor's report."""
+"""Remedies as data and as escaped HTML: shared by the remediation card and the doctor's report."""
 
 from __future__ import annotations
 
 from html import escape
-from typing import Any
 
 from ..diagnosis import Remedy
+from ..protocol import CardRemedy, Link
 
 
-def remedies_html(remedies: tuple[Remedy, ...]) -> str:
+def card_remedy(remedy: Remedy) -> CardRemedy:
+    """A catalog remedy as the protocol's data (the card, the doctor's ``--json``)."""
+    return CardRemedy(
+        id=remedy.id,
+        title=remedy.title,
+        why=remedy.why,
+        steps=remedy.steps,
+        action=remedy.action,
+        note=remedy.note,
+        links=tuple(Link(label, url) for label, url in remedy.links),
+    )
+
+
+def remedies_html(remedies: tuple[CardRemedy, ...]) -> str:
     """Each remedy folded: its title shows, a click opens why and the steps (no kernel needed)."""
     return "".join(_remedy_html(number, remedy) for number, remedy in enumerate(remedies, 1))
 
 
-def remedy_data(remedy: Remedy) -> dict[str, Any]:
-    """A remedy for machines (the lab extension, ``--json``): stable keys."""
-    return {
-        "id": remedy.id,
-        "title": remedy.title,
-        "why": remedy.why,
-        "steps": list(remedy.steps),
-        "action": remedy.action,
-        "note": remedy.note,
-        "links": [{"label": label, "url": url} for label, url in remedy.links],
-    }
-
-
-def _remedy_html(number: int, remedy: Remedy) -> str:
+def _remedy_html(number: int, remedy: CardRemedy) -> str:
     steps = "".join(f"<li>{escape(step)}</li>" for step in remedy.steps)
     links = " · ".join(
-        f'<a href="{escape(url)}" target="_blank" rel="noopener">{escape(label)}</a>'
-        for label, url in remedy.links
+        f'<a href="{escape(link.url)}" target="_blank" rel="noopener">{escape(link.label)}</a>'
+        for link in remedy.links
     )
     note = f'<div style="color:#b26a00">{escape(remedy.note)}</div>' if remedy.note else ""
     return (

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from html import escape
 
+from ..protocol import DeviceSeries
 from ..telemetry import AllocatorReading, DeviceInfo, DeviceSample
 from ..telemetry.units import format_bytes
-from .view import PanelView, device_fraction, used_fraction
+from .view import PanelView, device_fraction, device_series, used_fraction
 from .watch_render import summary_lines
 
 _CHART_WIDTH, _CHART_HEIGHT = 240, 36
@@ -96,7 +97,7 @@ def summary_text(view: PanelView) -> str:
 def summary_html(view: PanelView) -> str:
     """The frozen panel as static HTML, which a saved notebook keeps after the kernel is gone."""
     rows = "".join(
-        f"<div>{escape(peak_text(view, info))}</div>{memory_chart_svg(view, info)}"
+        f"<div>{escape(peak_text(view, info))}</div>{memory_chart_svg(device_series(view, info))}"
         for info in view.devices
     )
     notes = "".join(f"<div>{escape(note)}</div>" for note in view.notes)
@@ -113,36 +114,28 @@ def notes_html(view: PanelView) -> str:
     return "".join(f'<div style="color:#b26a00">{escape(note)}</div>' for note in view.notes)
 
 
-def memory_chart_svg(view: PanelView, info: DeviceInfo) -> str:
+def memory_chart_svg(series: DeviceSeries) -> str:
     """A small chart of device memory (solid) and allocator memory (dashed) over the run.
 
     The scale is the run's own peak with a quarter of headroom, capped at the device's memory,
     so the shape of a run that uses 10% of a GPU is still visible; the bar and the label already
     say how near capacity it is, and the chart's title gives its scale.
     """
-    series = [
-        (sample.elapsed_s, device)
-        for sample in view.history
-        for device in sample.devices
-        if device.index == info.index
-    ]
-    if not info.total_bytes or len(series) < 2:
+    total = series.total_bytes
+    if not total or len(series.elapsed_s) < 2:
         return ""
-    times = [elapsed for elapsed, _ in series]
-    used = [device.device.used_bytes for _, device in series]
-    allocated = [
-        device.allocator.current_bytes if device.allocator else None for _, device in series
-    ]
-    highest = max((value for value in used + allocated if value), default=1)
-    scale = min(info.total_bytes, int(highest * 1.25))
+    values = [*series.device_used_bytes, *series.allocator_bytes]
+    highest = max((value for value in values if value), default=1)
+    scale = min(total, int(highest * 1.25))
+    times = list(series.elapsed_s)
     return (
         f'<svg width="{_CHART_WIDTH}" height="{_CHART_HEIGHT}" role="img" '
-        f'aria-label="memory of GPU {info.index} over the run, 0 to {format_bytes(scale)}" '
+        f'aria-label="memory of GPU {series.index} over the run, 0 to {format_bytes(scale)}" '
         'style="border:1px solid #ddd;display:block">'
-        f"<title>GPU {info.index} memory over the run: device (solid), allocator (dashed); "
+        f"<title>GPU {series.index} memory over the run: device (solid), allocator (dashed); "
         f"0 to {escape(format_bytes(scale))}</title>"
-        f"{_polyline(times, used, scale, _DEVICE_COLOUR, '')}"
-        f"{_polyline(times, allocated, scale, _ALLOCATOR_COLOUR, '3 2')}"
+        f"{_polyline(times, list(series.device_used_bytes), scale, _DEVICE_COLOUR, '')}"
+        f"{_polyline(times, list(series.allocator_bytes), scale, _ALLOCATOR_COLOUR, '3 2')}"
         "</svg>"
     )
 

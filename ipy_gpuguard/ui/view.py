@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..protocol import DeviceSeries
 from ..telemetry import DeviceInfo, DevicePeak, DeviceSample, Sample
 from ..watchdog import InterruptState, ProgressSnapshot, Stall
 
@@ -73,6 +74,29 @@ class PanelView:
                 if device.device.utilization_percent is not None:
                     readings.setdefault(device.index, []).append(device.device.utilization_percent)
         return {index: sum(values) / len(values) for index, values in readings.items()}
+
+
+def device_series(view: PanelView, info: DeviceInfo) -> DeviceSeries:
+    """One device's memory over the run, as the card's chart data."""
+    samples = [
+        (sample.elapsed_s, device)
+        for sample in view.history
+        for device in sample.devices
+        if device.index == info.index
+    ]
+    frameworks = [device.allocator.framework for _, device in samples if device.allocator]
+    return DeviceSeries(
+        index=info.index,
+        name=info.name,
+        total_bytes=info.total_bytes,
+        simulated=info.simulated,
+        framework=frameworks[-1] if frameworks else None,
+        elapsed_s=tuple(elapsed for elapsed, _ in samples),
+        device_used_bytes=tuple(device.device.used_bytes for _, device in samples),
+        allocator_bytes=tuple(
+            device.allocator.current_bytes if device.allocator else None for _, device in samples
+        ),
+    )
 
 
 def device_fraction(info: DeviceInfo, sample: DeviceSample | None) -> float | None:

@@ -101,3 +101,15 @@ def click(client: Any, comm_id: str, timeout: float = 60) -> list[dict[str, Any]
         caused.append(msg)
         if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
             return caused
+
+
+def widget_states(messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each widget's state as the frontend has it: opened, then updated."""
+    states: dict[str, dict[str, Any]] = {}
+    for msg in messages:
+        content = msg["content"]
+        if msg["msg_type"] == "comm_open" and content["target_name"] == "jupyter.widget":
+            states[content["comm_id"]] = dict(content["data"]["state"])
+        elif msg["msg_type"] == "comm_msg" and content["comm_id"] in states:
+            states[content["comm_id"]].update(content["data"].get("state", {}))
+    return states

@@ -6,21 +6,9 @@ from __future__ import annotations
 import pytest
 
 from ..oom_cells import keras_fit_cliff
-from .client import click, evaluate, execute, kernel
+from .client import click, evaluate, execute, kernel, widget_states
 
 pytestmark = pytest.mark.kernel
-
-
-def widget_states(messages):
-    """Each widget's state as the frontend has it: opened, then updated."""
-    states = {}
-    for msg in messages:
-        content = msg["content"]
-        if msg["msg_type"] == "comm_open" and content["target_name"] == "jupyter.widget":
-            states[content["comm_id"]] = dict(content["data"]["state"])
-        elif msg["msg_type"] == "comm_msg" and content["comm_id"] in states:
-            states[content["comm_id"]].update(content["data"].get("state", {}))
-    return states
 
 
 def state_updates(messages, comm_id):

@@ -1,13 +1,17 @@
-"""The card: golden text, escaped HTML, the JSON for the lab extension, and the widget's button."""
+"""The card: golden text, escaped HTML, the JSON for the lab extension, and the widget's buttons."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import ipywidgets as widgets
 
 from ipy_gpuguard.diagnosis import Diagnosis, Kind, Remedy
-from ipy_gpuguard.reclaim import Reclaimed
+from ipy_gpuguard.protocol import CARD_MIME, FREE_MEMORY, Action, ActionArgs, ActionOffer, to_json
+from ipy_gpuguard.shell.card_data import CardParts, base_card, reclaim_of, with_parts
+from ipy_gpuguard.shell.reclaim import Reclaimed
 from ipy_gpuguard.ui.card import RemediationCard, StaticCard
-from ipy_gpuguard.ui.card_render import CARD_MIME, CardView, card_data, card_html, card_text
+from ipy_gpuguard.ui.card_render import card_html, card_text
 
 FREE = Remedy(
     "free_memory",
@@ -21,7 +25,7 @@ BATCH = Remedy(
     "Use a smaller batch size",
     "Memory grows with the batch.",
     ("Halve it.",),
-    action="retry_smaller_batch",
+    action="retry",
 )
 GROWTH = Remedy(
     "memory_growth", "Memory growth", "Take what is used.", note="Needs a kernel restart."
@@ -45,7 +49,10 @@ DIAGNOSIS = Diagnosis(
     ),
     evidence=("GPU 0 (T4): peak 15.0 GiB of 16.0 GiB (94%) before the failure.",),
 )
-CARD = CardView(DIAGNOSIS, Reclaimed(100, 900, 300, 4))
+CARD = with_parts(
+    base_card(DIAGNOSIS, "card-1", (), (), "cell-a", 7),
+    CardParts(reclaim_of(Reclaimed(100, 900, 300, 4)), can_free_memory=True),
+)
 
 
 def test_card_text_golden():
@@ -76,48 +83,95 @@ def test_card_html_escapes_what_came_from_the_error():
     assert html.count("<details>") == 4  # every remedy folds open on click, no kernel needed
 
 
-def test_card_data_is_json_with_stable_keys():
-    data = card_data(CARD)
+def test_card_data_is_json_with_typed_facts_and_the_free_memory_action():
+    data = to_json(CARD)
     assert data["rule_id"] == "oom.tf.tensor"
-    assert data["facts"]["shape"] == [256, 1024, 1024]
+    assert data["cell_id"] == "cell-a"
+    assert data["execution_count"] == 7
+    shape, _, requested, _ = data["facts"]
+    assert shape == {
+        "name": "shape",
+        "label": "tensor shape",
+        "value": [256, 1024, 1024],
+        "unit": None,
+        "text": "[256, 1024, 1024]",
+    }
+    assert requested["unit"] == "bytes"
+    assert requested["value"] == 512 * 1024**2
     assert data["remedies"][0] == {
         "id": "smaller_batch",
         "title": "Use a smaller batch size",
         "why": "Memory grows with the batch.",
         "steps": ["Halve it."],
-        "action": "retry_smaller_batch",
+        "action": "retry",
         "note": "",
         "links": [],
     }
-    assert data["reclaimed"] == {"freed_bytes": 600, "held_bytes": 200, "frames_cleared": 4}
+    assert data["reclaimed"] == {
+        "pending": False,
+        "freed_bytes": 600,
+        "held_bytes": 200,
+        "frames_cleared": 4,
+    }
+    assert data["actions"] == [
+        {
+            "action": "free_memory",
+            "label": "Free GPU memory",
+            "batch_size": None,
+            "enabled": True,
+            "reason": "",
+        }
+    ]
 
 
 def test_static_card_bundle_has_text_html_and_the_vendor_json():
     bundle = StaticCard(CARD)._repr_mimebundle_()
     assert set(bundle) == {"text/plain", "text/html", CARD_MIME}
+    assert bundle[CARD_MIME] == to_json(CARD)
 
 
-def test_widget_card_offers_buttons_only_for_actions_it_can_do():
-    calls = []
-    card = RemediationCard(CARD, {"free_memory": lambda: calls.append(1) or "Freed 1.00 GiB."})
-    assert [button.description for button in card.buttons] == ["Free GPU memory"]
-    card.buttons[0].click()
-    assert calls == [1]
+def test_a_widget_button_sends_its_action_to_the_dispatcher_and_shows_what_came_back():
+    sent = []
+
+    def send(action):
+        sent.append(action)
+        card.show(CARD, "Freed 1.00 GiB.")
+
+    card = RemediationCard(CARD, send)
+    assert [button.description for button in card.button_row.children] == ["Free GPU memory"]
+    card.button_row.children[0].click()
+    assert sent == [Action(FREE_MEMORY, "card-1", ActionArgs(None))]
     assert "Freed 1.00 GiB." in card.status.value
     bundle = card._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert CARD_MIME in bundle
     assert "text/html" in bundle
     assert bundle["text/plain"].startswith("ipy_gpuguard · Out of GPU memory")
-    card.widget.close()
+    card.close()
+
+
+def test_a_disabled_action_shows_its_reason_and_sends_nothing():
+    disabled = replace(
+        CARD,
+        actions=(ActionOffer(FREE_MEMORY, "Free GPU memory", None, False, "a retry is running"),),
+    )
+    sent = []
+    card = RemediationCard(disabled, sent.append)
+    (button,) = card.button_row.children
+    assert button.disabled
+    assert button.tooltip == "a retry is running"
+    card.click(FREE_MEMORY)
+    assert sent == []
+    assert "a retry is running" in card.status.value
+    card.close()
 
 
 def test_a_failing_action_is_one_line_on_the_card():
-    def broken():
+    def broken(action):
         raise RuntimeError("allocator gone")
 
-    card = RemediationCard(CARD, {"free_memory": broken})
-    assert card.act("free_memory") == "Free GPU memory failed: RuntimeError: allocator gone"
-    assert "allocator gone" in card.status.value
+    card = RemediationCard(CARD, broken)
+    card.click(FREE_MEMORY)
+    assert "Free GPU memory failed: RuntimeError: allocator gone" in card.status.value
     assert isinstance(card.widget, widgets.VBox)
-    card.widget.close()
+    card.close()

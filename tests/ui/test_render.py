@@ -9,7 +9,7 @@ from ipy_gpuguard.telemetry import (
     Sample,
 )
 from ipy_gpuguard.ui import render
-from ipy_gpuguard.ui.view import PanelView, bar_style
+from ipy_gpuguard.ui.view import PanelView, bar_style, device_series
 
 GIB = 1024**3
 T4 = DeviceInfo(0, "Tesla T4", 15 * GIB)
@@ -99,11 +99,11 @@ def test_html_is_escaped():
 
 
 def test_chart_draws_device_and_allocator_lines():
-    svg = render.memory_chart_svg(view(), T4)
+    svg = render.memory_chart_svg(device_series(view(), T4))
     assert svg.startswith("<svg")
     assert svg.count("<polyline") == 2  # device memory, and allocator memory where known
     assert 'points="0.0,33.6 240.0,7.2"' in svg  # 1 GiB then 12 GiB of 15 GiB, 36 px high
-    assert render.memory_chart_svg(view(history=view().history[:1]), T4) == ""
+    assert render.memory_chart_svg(device_series(view(history=view().history[:1]), T4)) == ""
 
 
 def test_bar_turns_amber_then_red_near_capacity():
@@ -119,6 +119,6 @@ def test_chart_of_a_small_run_is_scaled_to_its_peak_not_to_the_device():
         Sample(t, (DeviceSample(0, DeviceReading(used_bytes=used, total_bytes=80 * GIB)),))
         for t, used in ((0.0, 0), (1.0, 1 * GIB))
     )
-    svg = render.memory_chart_svg(view(devices=(big,), history=small_run), big)
+    svg = render.memory_chart_svg(device_series(view(devices=(big,), history=small_run), big))
     assert 'points="0.0,36.0 240.0,7.2"' in svg  # the peak sits at 80% of the height
     assert "0 to 1.25 GiB" in svg

@@ -1,0 +1,77 @@
+"""The versioned contract between the kernel and its frontends: cards, actions, kernel state.
+
+Everything that crosses the kernel boundary is one of these frozen dataclasses turned into JSON
+by :func:`to_json`. ``schema.json`` (shipped in the package) describes the same JSON for the
+TypeScript side and for tests; a test keeps the two equal. Imports nothing of the rest of the
+package, nor IPython or widgets: the server extension reads it too.
+"""
+
+from __future__ import annotations
+
+from .actions import (
+    ACTIONS,
+    APPLY_TO_CELL,
+    FIND_MAX,
+    FREE_MEMORY,
+    FRONTEND_ACTIONS,
+    RESTART_AND_RUN_TO_HERE,
+    RETRY,
+    Action,
+    ActionArgs,
+    ActionResult,
+    parse_action,
+)
+from .card import (
+    CARD_MIME,
+    ActionOffer,
+    AttemptRecord,
+    BatchEdit,
+    Card,
+    CardRemedy,
+    DeviceSeries,
+    Fact,
+    Link,
+    Reclaim,
+    RetryOffer,
+    RetryState,
+    RetryTarget,
+    RetryVerdict,
+    TextEdit,
+)
+from .encode import SCHEMA_VERSION, schema, to_json
+from .state import DeviceState, KernelState, RunningCell
+
+__all__ = [
+    "ACTIONS",
+    "APPLY_TO_CELL",
+    "CARD_MIME",
+    "FIND_MAX",
+    "FREE_MEMORY",
+    "FRONTEND_ACTIONS",
+    "RESTART_AND_RUN_TO_HERE",
+    "RETRY",
+    "SCHEMA_VERSION",
+    "Action",
+    "ActionArgs",
+    "ActionOffer",
+    "ActionResult",
+    "AttemptRecord",
+    "BatchEdit",
+    "Card",
+    "CardRemedy",
+    "DeviceSeries",
+    "DeviceState",
+    "Fact",
+    "KernelState",
+    "Link",
+    "Reclaim",
+    "RetryOffer",
+    "RetryState",
+    "RetryTarget",
+    "RetryVerdict",
+    "RunningCell",
+    "TextEdit",
+    "parse_action",
+    "schema",
+    "to_json",
+]

@@ -1,0 +1,69 @@
+"""Actions on a card, ``{action, card, args}``, and their results ``{ok, message, card?}``.
+
+Widget buttons, ``%gpuguard retry`` and the lab extension (over the comm
+``ipy_gpuguard.actions``) send the same actions; the kernel carries out the first three. The last
+two are carried out by the frontend, from what the card says: the edit to write and the cell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .card import Card
+from .encode import SCHEMA_VERSION
+
+RETRY = "retry"
+FIND_MAX = "find_max"
+FREE_MEMORY = "free_memory"
+APPLY_TO_CELL = "apply_to_cell"
+RESTART_AND_RUN_TO_HERE = "restart_and_run_to_here"
+#: Every action id, in the order buttons show.
+ACTIONS = (RETRY, FIND_MAX, FREE_MEMORY, APPLY_TO_CELL, RESTART_AND_RUN_TO_HERE)
+#: Actions a frontend carries out itself (it edits the notebook, or restarts the kernel).
+FRONTEND_ACTIONS = frozenset({APPLY_TO_CELL, RESTART_AND_RUN_TO_HERE})
+
+
+@dataclass(frozen=True)
+class ActionArgs:
+    """An action's arguments: the batch size of a retry (``None``: the card's offer)."""
+
+    batch_size: int | None = None
+
+
+@dataclass(frozen=True)
+class Action:
+    action: str
+    card: str
+    args: ActionArgs = ActionArgs()
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """What came of an action: ``message`` is one sentence; ``card`` the card as it now is."""
+
+    action: str
+    ok: bool
+    message: str
+    card: Card | None = None
+    version: int = SCHEMA_VERSION
+
+
+def parse_action(data: Any) -> Action:
+    """An action from a frontend's JSON; ``ValueError`` says what is wrong with it."""
+    if not isinstance(data, Mapping):
+        raise ValueError(
+            f"an action is an object like {{'action': 'retry', 'card': ID}}, not {data!r}"
+        )
+    action, card, args = data.get("action"), data.get("card"), data.get("args") or {}
+    if action not in ACTIONS:
+        raise ValueError(f"unknown action {action!r}: the actions are {', '.join(ACTIONS)}")
+    if not isinstance(card, str) or not card:
+        raise ValueError(f"{action}: 'card' is the id of the card to act on, not {card!r}")
+    if not isinstance(args, Mapping) or set(args) - {"batch_size"}:
+        raise ValueError(f"{action}: 'args' takes only batch_size, not {args!r}")
+    size = args.get("batch_size")
+    if size is not None and (type(size) is not int or size < 1):
+        raise ValueError(f"{action}: batch_size is a positive whole number, not {size!r}")
+    return Action(action, card, ActionArgs(size))

@@ -1,0 +1,120 @@
+"""The retry part of an out-of-memory card as data: the offer, the attempts, the verdict, the
+edit that keeps the working size in the cell, and the buttons with why each is disabled."""
+
+from __future__ import annotations
+
+import hashlib
+
+from ..protocol import (
+    APPLY_TO_CELL,
+    FIND_MAX,
+    RESTART_AND_RUN_TO_HERE,
+    RETRY,
+    ActionOffer,
+    BatchEdit,
+    RetryState,
+    RetryVerdict,
+)
+from .attempts import CellRetry
+from .plan import RetryRequest
+from .settings import FIND_MAX_RUNS
+from .verdict import FIXED, GAVE_UP, MEMORY_HELD, NEXT, decide
+
+
+def retry_state(request: RetryRequest, running: bool = False) -> RetryState:
+    retry = request.retry
+    attempts = tuple(attempt.record() for attempt in retry.attempts) if retry else ()
+    return RetryState(
+        offer=request.offer,
+        attempts=attempts,
+        verdict=verdict_of(retry),
+        capacity_bytes=retry.setup.capacity_bytes if retry else None,
+        running=running,
+    )
+
+
+def verdict_of(retry: CellRetry | None) -> RetryVerdict | None:
+    if retry is None or not retry.attempts:
+        return None
+    return decide(retry, retry.attempts[-1])
+
+
+def batch_edit(request: RetryRequest, cell_id: str | None) -> BatchEdit | None:
+    """The edit to the working size (or, before one is known, the offered size); ``None`` when
+    the batch size is not a literal of this cell."""
+    retry = request.retry
+    size = _size_to_keep(request)
+    if retry is None or size is None or retry.target.literal is None:
+        return None
+    edits = retry.rewrite(size).edits
+    digest = hashlib.sha256(retry.setup.cell.encode("utf-8")).hexdigest()
+    return BatchEdit(cell_id, digest, size, edits)
+
+
+def retry_actions(request: RetryRequest, running: bool = False) -> tuple[ActionOffer, ...]:
+    """The retry's buttons: retry, find the largest, and the two the frontend carries out."""
+    retry = request.retry
+    if retry is None:
+        reason = f"Retry not offered: {request.offer.reason}"
+        return (ActionOffer(RETRY, _retry_label(None), None, False, reason),)
+    verdict = verdict_of(retry)
+    step = retry.suggestion()
+    size = step.size if step is not None else None
+    offers = [
+        ActionOffer(RETRY, _retry_label(size), size, *_why_not_retry(retry, verdict, running)),
+        ActionOffer(
+            FIND_MAX,
+            "Find the largest batch that fits",
+            None,
+            *_why_not_search(retry, verdict, running),
+        ),
+    ]
+    kept = _size_to_keep(request)
+    if verdict is not None and verdict.state == FIXED and retry.target.literal is not None:
+        offers.append(ActionOffer(APPLY_TO_CELL, f"Apply {kept} to the cell", kept, True, ""))
+    if verdict is not None and verdict.state == MEMORY_HELD and retry.target.literal is not None:
+        label = f"Restart and run to here with {kept}"
+        offers.append(ActionOffer(RESTART_AND_RUN_TO_HERE, label, kept, True, ""))
+    return tuple(offers)
+
+
+def _size_to_keep(request: RetryRequest) -> int | None:
+    verdict = verdict_of(request.retry)
+    if verdict is not None and verdict.batch_size is not None:
+        return verdict.batch_size
+    return request.offer.batch_size
+
+
+def _why_not_retry(
+    retry: CellRetry, verdict: RetryVerdict | None, running: bool
+) -> tuple[bool, str]:
+    if running:
+        return False, "a retry is running"
+    if verdict is not None and verdict.state == MEMORY_HELD:
+        return False, "memory did not come back: a retry in this kernel would fail again"
+    if verdict is not None and verdict.state == GAVE_UP:
+        return False, f"no batch size down to {retry.setup.min_batch} fits"
+    if retry.suggestion() is None:
+        if verdict is not None and verdict.state == FIXED:
+            return False, f"batch size {verdict.batch_size} fits: nothing smaller to try"
+        return False, "the search is over"
+    return True, ""
+
+
+def _why_not_search(
+    retry: CellRetry, verdict: RetryVerdict | None, running: bool
+) -> tuple[bool, str]:
+    enabled, reason = _why_not_retry(retry, verdict, running)
+    if running or (verdict is not None and verdict.state in (MEMORY_HELD, GAVE_UP)):
+        return enabled, reason
+    if (
+        verdict is not None
+        and verdict.state in (FIXED, NEXT)
+        and not retry.can_search(FIND_MAX_RUNS)
+    ):
+        return False, f"batch size {retry.search.largest_fitting} is the largest that fits"
+    return True, ""
+
+
+def _retry_label(size: int | None) -> str:
+    return f"Retry with batch size {size}" if size is not None else "Retry with a smaller batch"

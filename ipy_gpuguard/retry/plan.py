@@ -1,0 +1,163 @@
+"""From a cell that ran out of memory to the retry its card offers, or the reason it offers none."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from ..diagnosis import Diagnosis
+from ..protocol import RetryOffer, RetryTarget
+from .attempts import CellRetry, RetrySetup, RunOutcome
+from .find import BatchFinding, BatchTarget, find_batch_size
+from .memory import BatchMemory, Remembered, cell_key
+from .rewrite import Rewrite, without_batch_size
+from .search import Trial
+from .settings import RetrySettings
+from .source import CellSource
+
+
+@dataclass(frozen=True)
+class RetryRequest:
+    """The retries the session could set up for an out-of-memory failure.
+
+    ``retry`` is ``None`` when none is possible (``offer.reason`` says why); ``settings`` say
+    how many attempts to make by themselves (``--auto-retry``), 0 to wait to be asked.
+    """
+
+    retry: CellRetry | None
+    offer: RetryOffer
+    settings: RetrySettings = field(default_factory=RetrySettings)
+
+
+def plan_retry(
+    cell: str,
+    settings: RetrySettings,
+    diagnosis: Diagnosis,
+    failing_line: int | None,
+    namespace: Mapping[str, Any],
+    device_bytes: tuple[int, ...],
+    baseline_bytes: int | None,
+    memory: BatchMemory | None,
+    run: Callable[[Rewrite], RunOutcome],
+) -> RetryRequest:
+    """The retries of ``cell``: its batch size, the first size to try, what the card says.
+
+    Parameters
+    ----------
+    device_bytes
+        Memory of each watched device: the capacity the search aims under, and the device
+        part of the remembered sizes' key.
+    baseline_bytes
+        The allocator's bytes before the cell: what memory must come back to between attempts.
+    """
+    finding = find_batch_size(cell, settings.batch_var, failing_line)
+    target = finding.target
+    if target is None:
+        choices = tuple(choice.name or "" for choice in finding.choices)
+        return RetryRequest(None, _no_offer(finding.reason, choices=choices))
+    current = (
+        target.literal.value if target.literal is not None else namespace.get(target.name or "")
+    )
+    if type(current) is not int or current < 1:
+        reason = (
+            f"{target.name} in the namespace is {current!r}, not a batch size: set it to a number, "
+            "or name another variable with %%gpuguard --batch-var NAME"
+        )
+        return RetryRequest(None, _no_offer(reason))
+    key = cell_key(without_batch_size(cell, finding), device_bytes)
+    remembered = memory.recall(key) if memory is not None else None
+    fit_fraction = diagnosis.facts.get("fit_fraction")
+    setup = RetrySetup(
+        cell=cell,
+        finding=finding,
+        current_size=current,
+        first_failure=Trial(
+            current, False, fit_fraction=fit_fraction if isinstance(fit_fraction, float) else None
+        ),
+        capacity_bytes=sum(device_bytes) if device_bytes else None,
+        baseline_bytes=baseline_bytes,
+        min_batch=settings.min_batch,
+        margin=settings.margin,
+        keep_effective_batch=settings.keep_effective_batch,
+        remembered=remembered,
+        memory=memory,
+        memory_key=key,
+    )
+    retry = CellRetry(setup, run, find_max=settings.find_max)
+    step = retry.suggestion()
+    if step is None:
+        reason = (
+            f"the batch size is {current}, already at the floor (--min-batch {settings.min_batch})"
+        )
+        return RetryRequest(None, _no_offer(reason, current))
+    offer = RetryOffer(
+        batch_size=step.size,
+        current_batch_size=current,
+        target=_target(cell, target),
+        reason="",
+        choices=(),
+        notes=_notes(finding, settings, remembered, current, step.size),
+    )
+    return RetryRequest(retry, offer, settings)
+
+
+def failing_cell_line(error: BaseException) -> int | None:
+    """The line of the cell the error came from: the traceback's first module-level frame."""
+    tb: TracebackType | None = error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == "<module>":
+            return tb.tb_lineno
+        tb = tb.tb_next
+    return None
+
+
+def remembered_note(
+    cell: str, batch_var: str | None, device_bytes: tuple[int, ...], memory: BatchMemory
+) -> str | None:
+    """The panel's note when a size that fitted this cell on this device is remembered."""
+    finding = find_batch_size(cell, batch_var)
+    if finding.target is None:
+        return None
+    remembered = memory.recall(cell_key(without_batch_size(cell, finding), device_bytes))
+    if remembered is None:
+        return None
+    return (
+        f"batch size {remembered.batch_size} fitted this cell on this device before: a retry "
+        "starts there"
+    )
+
+
+def _no_offer(reason: str, current: int | None = None, choices: tuple[str, ...] = ()) -> RetryOffer:
+    return RetryOffer(None, current, None, reason, choices, ())
+
+
+def _target(cell: str, target: BatchTarget) -> RetryTarget:
+    literal = target.literal
+    if literal is None:
+        return RetryTarget(target.name, target.use, None, None, in_namespace=True)
+    line_text = CellSource(cell).line_text(literal.line).strip()
+    return RetryTarget(target.name, target.use, literal.line, line_text, in_namespace=False)
+
+
+def _notes(
+    finding: BatchFinding,
+    settings: RetrySettings,
+    remembered: Remembered | None,
+    current: int,
+    size: int,
+) -> tuple[str, ...]:
+    notes = []
+    if remembered is not None and remembered.batch_size == size:
+        notes.append(f"Batch size {size} fitted this cell on this device before (remembered).")
+    if settings.keep_effective_batch and finding.accumulation is None:
+        notes.append(
+            f"The effective batch changes from {current} to {size}: there is no "
+            "gradient_accumulation_steps in the cell to keep it (Keras 3 optimizers take one)."
+        )
+    elif settings.keep_effective_batch:
+        notes.append(
+            "gradient_accumulation_steps grows as the batch shrinks: the effective batch stays."
+        )
+    return tuple(notes)

@@ -1,0 +1,60 @@
+"""How a failed cell is retried: the retry options of ``%%gpuguard``, checked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Attempts of ``--auto-retry`` without a number, and of a search for the largest batch
+#: (``--find-max``, the card's "Find the largest batch that fits", ``%gpuguard retry max``).
+AUTO_RETRY_RUNS = 5
+FIND_MAX_RUNS = 12
+#: What ``--auto-retry`` without a number parses to: the default for the search asked for.
+DEFAULT_RUNS = -1
+
+
+@dataclass(frozen=True)
+class RetrySettings:
+    """``auto_runs``: attempts a failed cell makes by itself (0: only when asked); ``margin``:
+    how close to a size that failed a search for the largest goes (a fraction)."""
+
+    auto_runs: int = 0
+    find_max: bool = False
+    margin: float = 0.1
+    min_batch: int = 1
+    keep_effective_batch: bool = False
+    batch_var: str | None = None
+
+
+def retry_settings(
+    auto_retry: int | None,
+    find_max: bool,
+    margin_percent: float | None,
+    min_batch: int | None,
+    batch_var: str | None,
+    keep_effective_batch: bool = False,
+) -> RetrySettings:
+    """The settings from the magic's options; ``ValueError`` says which option is wrong."""
+    if auto_retry is not None and auto_retry < 1 and auto_retry != DEFAULT_RUNS:
+        raise ValueError(f"--auto-retry takes a number of attempts of at least 1, not {auto_retry}")
+    if margin_percent is not None and not 0 < margin_percent < 100:
+        raise ValueError(
+            f"--margin is a percentage between 0 and 100, like 10, not {margin_percent:g}"
+        )
+    if min_batch is not None and min_batch < 1:
+        raise ValueError(f"--min-batch is a batch size of at least 1, not {min_batch}")
+    if batch_var is not None and not batch_var.isidentifier():
+        raise ValueError(f"--batch-var takes a variable name like BATCH_SIZE, not {batch_var!r}")
+    default_runs = FIND_MAX_RUNS if find_max else AUTO_RETRY_RUNS
+    if auto_retry is None:
+        runs = FIND_MAX_RUNS if find_max else 0  # --find-max alone implies --auto-retry
+    else:
+        runs = default_runs if auto_retry == DEFAULT_RUNS else auto_retry
+    defaults = RetrySettings()
+    return RetrySettings(
+        auto_runs=runs,
+        find_max=find_max,
+        margin=defaults.margin if margin_percent is None else margin_percent / 100,
+        min_batch=defaults.min_batch if min_batch is None else min_batch,
+        keep_effective_batch=keep_effective_batch,
+        batch_var=batch_var,
+    )

@@ -1,0 +1,47 @@
+"""Where a cell's retries stand after an attempt: the one decision every renderer shows.
+
+The widget card, the text card, ``%gpuguard retry`` and the lab extension all read this
+:class:`~ipy_gpuguard.protocol.RetryVerdict`; none of them decides on its own whether the cell
+was fixed or what the next size is.
+"""
+
+from __future__ import annotations
+
+from ..protocol import RetryVerdict
+from .attempts import Attempt, CellRetry
+
+FIXED, NEXT, MEMORY_HELD, GAVE_UP, OTHER_ERROR = (
+    "fixed",
+    "next",
+    "memory_held",
+    "gave_up",
+    "other_error",
+)
+
+
+def decide(retry: CellRetry, last: Attempt | None) -> RetryVerdict | None:
+    """The verdict after ``last``; ``None`` before any attempt, or when nothing is left to say.
+
+    Fixed means the last run fitted at the size the search returns, so the namespace is that
+    run's. Memory that did not come back after a failure outranks the next size: a retry in
+    this kernel would fail again, and the size is what to run after a restart.
+    """
+    if last is None:
+        return None
+    search = retry.search
+    searched = search.settings.find_max
+    remembered = retry.setup.memory is not None
+    if last.fits and search.finished:
+        return RetryVerdict(FIXED, last.size, None, searched, remembered and last.fits)
+    if search.gave_up:
+        return RetryVerdict(GAVE_UP, search.settings.min_batch, None, searched, False)
+    step = retry.suggestion()
+    held = retry.memory_held(last)
+    if held is not None:
+        size = search.largest_fitting or (step.size if step is not None else last.size)
+        return RetryVerdict(MEMORY_HELD, size, held, searched, False)
+    if not (last.fits or last.outcome.out_of_memory):
+        return RetryVerdict(OTHER_ERROR, None, None, searched, False)
+    if step is not None:
+        return RetryVerdict(NEXT, step.size, None, searched, False)
+    return None

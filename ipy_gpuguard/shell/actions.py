@@ -1,0 +1,176 @@
+"""One dispatcher for every action on a card, whoever sends it.
+
+A widget button, ``%gpuguard retry`` and the lab extension (over the comm
+``ipy_gpuguard.actions``) send the same :class:`~ipy_gpuguard.protocol.Action`; the
+:class:`CardActions` of the session carries it out on the :class:`LiveCard` it names and answers
+with an :class:`~ipy_gpuguard.protocol.ActionResult`. Only the last :data:`MAX_LIVE_CARDS`
+cards can act; older ones keep their lasting form and release their widgets.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from ..protocol import (
+    FIND_MAX,
+    FREE_MEMORY,
+    FRONTEND_ACTIONS,
+    RETRY,
+    Action,
+    ActionResult,
+    Card,
+)
+from ..retry import FIND_MAX_RUNS, Attempt, RunOutcome
+from ..ui.card_render import reclaimed_text
+from ..ui.retry_render import attempt_text, verdict_lines
+from .card_data import CardParts, reclaim_of, with_parts
+from .card_display import CardDisplay
+from .reclaim import Reclaimed
+
+#: Cards that keep their buttons; older ones become static (their widgets are closed).
+MAX_LIVE_CARDS = 20
+
+AroundRun = Callable[[Callable[[], RunOutcome]], RunOutcome]
+
+
+@dataclass
+class LiveCard:
+    """A card that can still act: its fixed part, its changing part, where it is shown."""
+
+    base: Card
+    parts: CardParts
+    display: CardDisplay
+    free_memory: Callable[[], Reclaimed] | None = None
+
+    @property
+    def card(self) -> Card:
+        return with_parts(self.base, self.parts)
+
+    def free(self) -> str:
+        """Free what the failure pinned; returns what came back, in a sentence."""
+        assert self.free_memory is not None
+        reclaim = reclaim_of(self.free_memory())
+        self.parts = replace(self.parts, reclaimed=reclaim)
+        return reclaimed_text(reclaim)
+
+    def retry(
+        self, size: int | None, runs: int, find_max: bool, around: AroundRun | None
+    ) -> Attempt | None:
+        """Attempt once at ``size`` (``None``: the next size), or search by itself for ``runs``
+        attempts; the card shows each attempt, then the verdict."""
+        request = self.parts.request
+        assert request is not None
+        assert request.retry is not None
+        retry = request.retry
+        if self.parts.reclaimed is None and self.free_memory is not None:
+            self.free()  # the failed cell's traceback still pins its tensors
+        self.parts = replace(self.parts, running=True)
+        self.display.progress(self.card, "")  # the buttons say a retry is running
+        run_around = around or self.display.around
+
+        def report(attempt: Attempt) -> None:
+            self.display.progress(
+                self.card, f"retry: {attempt_text(attempt.record(), retry.setup.capacity_bytes)}"
+            )
+
+        try:
+            if size is not None:
+                last: Attempt | None = retry.attempt(size, run_around)
+                assert last is not None
+                report(last)
+            else:
+                last = retry.auto(runs, find_max, report, run_around)
+        finally:
+            self.parts = replace(self.parts, running=False)
+        return last
+
+    def verdict_message(self) -> str:
+        card = self.card
+        lines = verdict_lines(card.retry, card.batch_edit) if card.retry else []
+        return lines[0] if lines else ""
+
+
+class CardActions:
+    """The live cards by id, and the dispatcher of the actions on them."""
+
+    def __init__(self) -> None:
+        self._cards: OrderedDict[str, LiveCard] = OrderedDict()
+
+    def add(self, live: LiveCard) -> None:
+        self._cards[live.base.id] = live
+        while len(self._cards) > MAX_LIVE_CARDS:
+            _, oldest = self._cards.popitem(last=False)
+            oldest.display.freeze(oldest.card)
+
+    def get(self, card_id: str) -> LiveCard | None:
+        return self._cards.get(card_id)
+
+    def __len__(self) -> int:
+        return len(self._cards)
+
+    def act(self, action: Action, around: AroundRun | None = None) -> ActionResult:
+        """Carry out ``action``; the card it names shows the result, which is also returned.
+
+        ``around`` runs a retry's attempt (``%gpuguard retry`` runs it in its own cell);
+        by default it runs where the card shows it.
+        """
+        refusal = self.refusal(action)
+        live = self._cards.get(action.card)
+        if refusal is not None or live is None:
+            return ActionResult(
+                action.action, False, refusal or "", live.card if live is not None else None
+            )
+        if action.action in FRONTEND_ACTIONS:
+            offer = next(o for o in live.card.actions if o.action == action.action)
+            return ActionResult(
+                action.action, True, f"{offer.label}: carried out by the frontend", live.card
+            )
+        if action.action == FREE_MEMORY:
+            message = live.free()
+            live.display.show(live.card, message)
+            return ActionResult(action.action, True, message, live.card)
+        find_max = action.action == FIND_MAX
+        size = None if find_max else action.args.batch_size or _offered_size(live)
+        last = live.retry(size, FIND_MAX_RUNS, find_max, around)
+        message = live.verdict_message() or (attempt_text(last.record(), None) if last else "")
+        live.display.show(live.card, message)
+        return ActionResult(action.action, last is not None and last.fits, message, live.card)
+
+    def refusal(self, action: Action) -> str | None:
+        """Why ``action`` cannot run now, in a sentence; ``None`` when it can."""
+        live = self._cards.get(action.card)
+        if live is None:
+            return (
+                f"this card can no longer act: only the last {MAX_LIVE_CARDS} cards do; run the "
+                "cell again"
+            )
+        return _refusal(live, action)
+
+    def freeze_all(self) -> None:
+        """Unloading: every card keeps its lasting form and releases its widgets."""
+        while self._cards:
+            _, live = self._cards.popitem(last=False)
+            live.display.freeze(live.card)
+
+
+def _offered_size(live: LiveCard) -> int | None:
+    offer = next((o for o in live.card.actions if o.action == RETRY), None)
+    return offer.batch_size if offer is not None else None
+
+
+def _refusal(live: LiveCard, action: Action) -> str | None:
+    """Why ``action`` cannot run on this card now; ``None`` when it can."""
+    card = live.card
+    offer = next((o for o in card.actions if o.action == action.action), None)
+    if offer is None:
+        return f"{action.action} is not offered on this card ({card.title})"
+    if action.action == RETRY and action.args.batch_size is not None:
+        retry = live.parts.request.retry if live.parts.request else None
+        return None if retry is not None and not live.parts.running else offer.reason
+    if not offer.enabled:
+        return offer.reason
+    if action.action == RETRY and offer.batch_size is None:
+        return "the search is over; name a size, like %gpuguard retry 16"
+    return None

@@ -1,0 +1,103 @@
+"""A diagnosis, what freeing gave back and the retry's state, as the protocol's card."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..diagnosis import Diagnosis
+from ..diagnosis.facts import FACT_LABELS, fact_text
+from ..protocol import FREE_MEMORY, ActionOffer, Card, DeviceSeries, Fact, Reclaim
+from ..retry import RetryRequest, batch_edit, retry_actions, retry_state
+from ..ui.remedy_render import card_remedy
+from .reclaim import Reclaimed
+
+
+@dataclass(frozen=True)
+class CardParts:
+    """What changes on a card after it is shown: freeing, the retries, a running action."""
+
+    reclaimed: Reclaim | None = None
+    request: RetryRequest | None = None
+    can_free_memory: bool = False
+    running: bool = False
+
+
+def base_card(
+    diagnosis: Diagnosis,
+    card_id: str,
+    chart: tuple[DeviceSeries, ...],
+    notes: tuple[str, ...],
+    cell_id: str | None,
+    execution_count: int | None,
+) -> Card:
+    """The card's fixed part: what the diagnosis found."""
+    return Card(
+        id=card_id,
+        kind=diagnosis.kind.value,
+        rule_id=diagnosis.rule_id,
+        title=diagnosis.title,
+        summary=diagnosis.summary,
+        error_type=diagnosis.error_type,
+        matched=diagnosis.matched,
+        facts=facts_of(diagnosis),
+        evidence=diagnosis.evidence,
+        remedies=tuple(card_remedy(remedy) for remedy in diagnosis.remedies),
+        notes=notes,
+        chart=chart,
+        reclaimed=None,
+        retry=None,
+        batch_edit=None,
+        actions=(),
+        cell_id=cell_id,
+        execution_count=execution_count,
+    )
+
+
+def with_parts(card: Card, parts: CardParts) -> Card:
+    """``card`` with its changing part as ``parts`` say."""
+    request = parts.request
+    actions = retry_actions(request, parts.running) if request is not None else ()
+    if parts.can_free_memory and any(r.action == FREE_MEMORY for r in card.remedies):
+        reason = "an action is running" if parts.running else ""
+        actions += (ActionOffer(FREE_MEMORY, "Free GPU memory", None, not parts.running, reason),)
+    return replace(
+        card,
+        reclaimed=parts.reclaimed,
+        retry=retry_state(request, parts.running) if request is not None else None,
+        batch_edit=batch_edit(request, card.cell_id) if request is not None else None,
+        actions=actions,
+    )
+
+
+def reclaim_of(reclaimed: Reclaimed) -> Reclaim:
+    return Reclaim(
+        pending=False,
+        freed_bytes=reclaimed.freed_bytes,
+        held_bytes=reclaimed.held_bytes,
+        frames_cleared=reclaimed.frames_cleared,
+    )
+
+
+def facts_of(diagnosis: Diagnosis) -> tuple[Fact, ...]:
+    """Each fact with its label, unit and text, in the catalog's order."""
+    facts = diagnosis.facts
+    ordered = [name for name in FACT_LABELS if name in facts]
+    ordered += [name for name in facts if name not in FACT_LABELS]
+    return tuple(
+        Fact(
+            name=name,
+            label=FACT_LABELS.get(name, name),
+            value=facts[name],
+            unit=_unit(name, facts[name]),
+            text=fact_text(facts, name),
+        )
+        for name in ordered
+    )
+
+
+def _unit(name: str, value: object) -> str | None:
+    if name.endswith("_bytes") and isinstance(value, int):
+        return "bytes"
+    if name == "fit_fraction" and isinstance(value, float):
+        return "fraction"
+    return None

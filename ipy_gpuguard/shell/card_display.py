@@ -1,0 +1,108 @@
+"""Where a card is shown, and how it changes there: widgets, data for the lab extension, or text.
+
+Every display shows the same :class:`~ipy_gpuguard.protocol.Card` under the card's id as its
+display id, so that an action's result replaces the card where it is, whatever sent the action.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from IPython.display import DisplayHandle, display
+
+from ..protocol import Action, Card
+from ..retry import RunOutcome
+from ..ui import retry_render
+from ..ui.card import RemediationCard, StaticCard
+
+PREFIX = "ipy_gpuguard · "
+
+
+class CardDisplay(Protocol):
+    def show(self, card: Card, message: str = "") -> None:
+        """The card as it now stands, after an action (``message`` says what came of it)."""
+
+    def progress(self, card: Card, line: str) -> None:
+        """The card while an action goes on; ``line`` says what just happened, if anything."""
+
+    def around(self, run: Callable[[], RunOutcome]) -> RunOutcome:
+        """Run an attempt of a retry where its output belongs."""
+
+    def freeze(self, card: Card) -> None:
+        """The card can no longer act: keep only its lasting form."""
+
+
+class WidgetDisplay:
+    """Widgets with buttons, for frontends without the lab extension (VS Code, Colab, Notebook)."""
+
+    def __init__(self, card: Card, send: Callable[[Action], object]) -> None:
+        self.view = RemediationCard(card, send)
+        self._handle = _show(self.view, card.id)
+
+    def show(self, card: Card, message: str = "") -> None:
+        self.view.show(card, message)
+        self._handle.update(self.view)  # the lasting forms (text, HTML, data) follow the card
+
+    def progress(self, card: Card, line: str) -> None:
+        self.view.show(card, line)
+
+    def around(self, run: Callable[[], RunOutcome]) -> RunOutcome:
+        """In the card's output area, in place of the previous attempt's output."""
+        self.view.output.clear_output()
+        with self.view.output:
+            return run()
+
+    def freeze(self, card: Card) -> None:
+        self._handle.update(StaticCard(card))
+        self.view.close()
+
+
+class DataDisplay:
+    """The card as data (and text, HTML) for a frontend that renders it (the lab extension)."""
+
+    def __init__(self, card: Card) -> None:
+        self._handle = _show(StaticCard(card), card.id)
+
+    def show(self, card: Card, message: str = "") -> None:
+        self._handle.update(StaticCard(card))
+
+    def progress(self, card: Card, line: str) -> None:
+        self._handle.update(StaticCard(card))
+
+    def around(self, run: Callable[[], RunOutcome]) -> RunOutcome:
+        return run()
+
+    def freeze(self, card: Card) -> None:
+        """Nothing to release: the card is data already."""
+
+
+class TextDisplay:
+    """A terminal: the card once, then a line per attempt and what came of the action."""
+
+    def __init__(self, card: Card) -> None:
+        display(StaticCard(card))
+
+    def show(self, card: Card, message: str = "") -> None:
+        """``message``; when it is a retry's verdict, the verdict's lines under it."""
+        lines = retry_render.verdict_lines(card.retry, card.batch_edit) if card.retry else []
+        if not lines or lines[0] != message:
+            lines = [message] if message else []
+        for number, line in enumerate(lines):
+            print(f"{PREFIX}{line}" if number == 0 else f"  {line.strip()}")
+
+    def progress(self, card: Card, line: str) -> None:
+        if line:
+            print(f"{PREFIX}{line}")
+
+    def around(self, run: Callable[[], RunOutcome]) -> RunOutcome:
+        return run()
+
+    def freeze(self, card: Card) -> None:
+        """Nothing to release: what was printed stays."""
+
+
+def _show(obj: object, display_id: str) -> DisplayHandle:
+    handle = display(obj, display_id=display_id)
+    assert isinstance(handle, DisplayHandle)  # display returns one whenever given a display_id
+    return handle

@@ -1,0 +1,85 @@
+"""Loading and unloading the extension: register exactly what unloading removes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .comm import TARGET, ActionsComm
+from .config import GPUGuard
+from .kernel_state import KernelStateFile, kernel_id_of, state_path
+from .magics import GPUGuardMagics, ShellRunner
+from .session import GuardSession
+
+
+def load(shell: Any) -> None:
+    """Register the magics, the configurable, the cell transformer, the event hooks and, in a
+    Jupyter kernel, the comm target of the lab extension; once."""
+    if _loaded_magics(shell) is not None:
+        return  # loading twice is harmless
+    config = GPUGuard(parent=shell)
+    kernel = getattr(shell, "kernel", None)
+    # A Jupyter kernel's shell has a kernel: its frontend can render live widgets.
+    session = GuardSession(
+        config,
+        live=kernel is not None,
+        runner=ShellRunner(shell),
+        name_cell=lambda filename: _cell_name(shell, filename),
+        state_file=_state_file() if kernel is not None else None,
+    )
+    magics = GPUGuardMagics(shell, session)
+    shell.register_magics(magics)
+    shell.configurables.append(config)
+    shell.input_transformers_cleanup.append(magics.transformer)
+    shell.events.register("pre_run_cell", magics.pre_run_cell)
+    shell.events.register("post_run_cell", magics.post_run_cell)
+    comm_manager = getattr(kernel, "comm_manager", None)
+    if comm_manager is not None:
+        magics.actions_comm = ActionsComm(session)
+        comm_manager.register_target(TARGET, magics.actions_comm.opened)
+
+
+def unload(shell: Any) -> None:
+    """Stop every thread and remove everything :func:`load` registered."""
+    magics = _loaded_magics(shell)
+    if magics is None:
+        return
+    try:
+        magics.session.close()
+    finally:
+        shell.events.unregister("pre_run_cell", magics.pre_run_cell)
+        shell.events.unregister("post_run_cell", magics.post_run_cell)
+        shell.input_transformers_cleanup.remove(magics.transformer)
+        shell.configurables.remove(magics.session.config)
+        shell.configurables.remove(magics)  # Magics.__init__ added itself
+        manager = shell.magics_manager
+        del manager.magics["line"]["gpuguard"]
+        del manager.magics["cell"]["gpuguard"]
+        del manager.registry[type(magics).__name__]
+        comm_manager = getattr(getattr(shell, "kernel", None), "comm_manager", None)
+        if comm_manager is not None and magics.actions_comm is not None:
+            comm_manager.unregister_target(TARGET, magics.actions_comm.opened)
+
+
+def _state_file() -> KernelStateFile | None:
+    """The state file of this kernel, named by its id (from its connection file)."""
+    from ipykernel.connect import get_connection_file
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    try:
+        kernel_id = kernel_id_of(get_connection_file())
+    except RuntimeError:  # no kernel application: an embedded kernel
+        return None
+    if kernel_id is None:
+        return None
+    return KernelStateFile(state_path(jupyter_runtime_dir(), kernel_id), kernel_id)
+
+
+def _cell_name(shell: Any, filename: str) -> str | None:
+    """``Cell In[5]`` for a cell's file, as IPython's tracebacks name it."""
+    named = shell.compile.format_code_name(filename)
+    return " ".join(named) if named else None
+
+
+def _loaded_magics(shell: Any) -> GPUGuardMagics | None:
+    registered = shell.magics_manager.registry.get(GPUGuardMagics.__name__)
+    return registered if isinstance(registered, GPUGuardMagics) else None

@@ -1,0 +1,265 @@
+"""One guarded cell, from just before it runs to just after it ends, however it ends."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from IPython.display import DisplayHandle, display
+
+from ..diagnosis import DeviceMemory
+from ..telemetry import DeviceBackend, DeviceInfo, FrameworkAllocators, Sample, Sampler
+from ..telemetry.framework import tensorflow_settings
+from ..ui.summary import PanelSummary
+from ..ui.view import PanelView, WatchView
+from ..ui.watch_render import hang_evidence
+from ..watchdog import (
+    GpuTimeout,
+    KerasHooks,
+    StallLimits,
+    StepRecorder,
+    Watchdog,
+    capture_stacks,
+    set_active,
+    step_warning,
+)
+from ..watchdog.stacks import CellNamer
+from .kernel_state import KernelStateFile
+from .native_log import NativeLogTee
+from .options import GuardOptions
+from .remediation import FailedRun
+
+if TYPE_CHECKING:
+    from ..ui.panel import MemoryPanel
+
+
+class GuardedRun:
+    """Starts the sampler and the panel for one cell, and freezes them into a summary at its end.
+
+    Parameters
+    ----------
+    live
+        Whether a frontend can render widgets (a Jupyter kernel). Without one, the summary is
+        shown once, as text, when the cell ends.
+    read_native_log
+        Whether to read the framework's native log (file descriptor 2) for the diagnosis.
+    notes
+        Lines the panel shows from the start (a remembered batch size).
+    timeouts
+        The watched GPUs' own watchdogs, for the warning when steps come near their limit.
+    name_cell
+        Names a cell's file in stacks (``Cell In[5]``).
+    state_file
+        The kernel's state file, which each sample updates (at most once a second).
+    """
+
+    def __init__(
+        self,
+        backend: DeviceBackend,
+        options: GuardOptions,
+        live: bool,
+        read_native_log: bool = True,
+        notes: tuple[str, ...] = (),
+        timeouts: tuple[GpuTimeout, ...] = (),
+        name_cell: CellNamer | None = None,
+        state_file: KernelStateFile | None = None,
+    ) -> None:
+        self._backend = backend
+        self._state_file = state_file
+        self._options = options
+        self._notes = notes
+        self._timeouts = timeouts
+        self._step_warning: str | None = None
+        self._devices = _watched(backend.devices(), options.devices)
+        # Simulated devices read TensorFlow's CPU allocator: a real allocator for the demo.
+        device_type = "CPU" if backend.kind == "simulated" else "GPU"
+        self._allocators = FrameworkAllocators(device_type)
+        self._panel: MemoryPanel | None = None
+        if options.show_panel and live:
+            from ..ui.panel import MemoryPanel  # ipywidgets takes ~70 ms to import: only when shown
+
+            self._panel = MemoryPanel(self._devices)
+        self._handle: DisplayHandle | None = None
+        self._native_log = NativeLogTee() if read_native_log else None
+        self.log_lines: tuple[str, ...] = ()
+        self._allocator_baseline: int | None = None
+        self._sampler = Sampler(
+            backend,
+            self._allocators,
+            [info.index for info in self._devices],
+            options.interval_s,
+            listener=self._sampled if self._panel or state_file else None,
+        )
+        self.steps = StepRecorder()
+        self._keras = KerasHooks(self.steps)
+        self.watchdog = Watchdog(
+            self.steps,
+            StallLimits(options.timeout_s, options.first_step_s),
+            options.interval_s,
+            interrupt_on_stall=options.on_hang == "interrupt",
+            capture_stacks=lambda: capture_stacks(name_cell or (lambda filename: None)),
+            on_change=self._redraw_now if self._panel else lambda: None,
+            on_look=self._keras.attach_new,
+        )
+
+    def start(self) -> None:
+        """Show the panel and start sampling; on failure, leave nothing open behind."""
+        try:
+            self._allocator_baseline = self.allocator_bytes()
+            self._allocators.reset_peaks(info.index for info in self._devices)
+            if self._panel is not None:
+                self._panel.draw(self.view, force=True)
+                self._handle = display(self._panel, display_id=True)
+            if self._native_log is not None:
+                self._native_log.start()
+            self._sampler.start()
+            set_active(self.steps)
+            self._keras.attach_new()
+            self.watchdog.start()
+        except BaseException:
+            self._stop_watching()
+            self._sampler.stop()
+            self._stop_native_log()
+            self._close_panel()
+            raise
+
+    def finish(self) -> PanelView:
+        """Stop the watchdog and the sampler, and show the frozen summary; returns what it shows.
+
+        The watchdog stops first: an interrupt of its that has not landed is withdrawn before
+        anything else runs on the main thread.
+        """
+        try:
+            try:
+                self._stop_watching()
+            finally:
+                self._sampler.stop()
+            view = self.view(finished=True)
+            if self._options.show_panel:
+                summary = PanelSummary(view)
+                if self._handle is not None:
+                    self._handle.update(summary)
+                else:
+                    display(summary)
+            return view
+        finally:
+            self._stop_native_log()
+            self._close_panel()
+
+    def view(self, finished: bool = False) -> PanelView:
+        history = self._sampler.history
+        no_telemetry = self._backend.kind == "none"
+        notes = [self._backend.summary] if no_telemetry else []
+        notes += self._notes
+        if self._sampler.error:
+            notes.append(f"telemetry stopped working: {self._sampler.error}")
+        if self.watchdog.error:
+            notes.append(f"the watchdog stopped working: {self.watchdog.error}")
+        return PanelView(
+            source_kind=self._backend.kind,
+            source_summary="no GPU telemetry" if no_telemetry else self._backend.summary,
+            devices=self._devices,
+            history=tuple(history.samples()),
+            peaks=history.peaks(),
+            elapsed_s=self._sampler.elapsed_s,
+            finished=finished,
+            notes=tuple(notes),
+            watch=self._watch_view(),
+        )
+
+    def _watch_view(self) -> WatchView:
+        watchdog = self.watchdog
+        progress = self.steps.snapshot()
+        if self._step_warning is None and progress.step_times and self._timeouts:
+            self._step_warning = step_warning(max(progress.step_times), self._timeouts)
+        return WatchView(
+            progress=progress,
+            started_at=watchdog.started_at,
+            now=watchdog.now,
+            stall=watchdog.stall,
+            past_stalls=tuple(watchdog.past_stalls),
+            interrupt=watchdog.interrupt,
+            interrupting=self._options.on_hang == "interrupt",
+            step_warning=self._step_warning,
+        )
+
+    def failed_run(self, view: PanelView) -> FailedRun:
+        """What a diagnosis may use of this run, once it has finished."""
+        peaks = {peak.index: peak for peak in view.peaks}
+        devices = tuple(
+            DeviceMemory(
+                index=info.index,
+                name=info.name,
+                total_bytes=info.total_bytes,
+                peak_used_bytes=peaks[info.index].device_used_bytes
+                if info.index in peaks
+                else None,
+                peak_allocator_bytes=(
+                    peaks[info.index].allocator_peak_bytes if info.index in peaks else None
+                ),
+                other_processes=self._backend.other_processes(info.index),
+                simulated=info.simulated,
+            )
+            for info in self._devices
+        )
+        now = self.allocator_bytes()
+        # An allocator that could not be read before the cell had not started: it held nothing.
+        baseline = (
+            0 if self._allocator_baseline is None and now is not None else self._allocator_baseline
+        )
+        return FailedRun(
+            view,
+            devices,
+            self.log_lines,
+            self.allocator_bytes,
+            baseline,
+            tensorflow_settings(),
+            hang_evidence=hang_evidence(view),
+            watchdog_interrupted=self.watchdog.interrupt is not None,
+        )
+
+    def allocator_peak_bytes(self, view: PanelView) -> int | None:
+        """The allocators' peak over the run, summed over the watched devices."""
+        known = [p.allocator_peak_bytes for p in view.peaks if p.allocator_peak_bytes is not None]
+        return sum(known) if known else None
+
+    def allocator_bytes(self) -> int | None:
+        """The framework allocators' current bytes over the watched devices; ``None`` if unread."""
+        readings = [self._allocators.read(info.index) for info in self._devices]
+        known = [reading.current_bytes for reading in readings if reading is not None]
+        return sum(known) if known else None
+
+    def _stop_watching(self) -> None:
+        try:
+            self.watchdog.stop()
+        finally:
+            self._keras.detach()
+            set_active(None)
+
+    def _stop_native_log(self) -> None:
+        if self._native_log is not None:
+            self.log_lines = self._native_log.stop()
+            self._native_log = None
+
+    def _close_panel(self) -> None:
+        if self._panel is not None:
+            self._panel.close()
+
+    def _sampled(self, sample: Sample) -> None:
+        """From the sampler's thread: redraw the panel, update the state file."""
+        if self._panel is not None:
+            self._panel.draw(self.view)
+        if self._state_file is not None:
+            self._state_file.sampled(sample, self._devices, self.steps.snapshot())
+
+    def _redraw_now(self) -> None:
+        """From the watchdog thread: a stall began, goes on or ended."""
+        assert self._panel is not None
+        self._panel.draw(self.view, force=True)
+
+
+def _watched(
+    devices: tuple[DeviceInfo, ...], wanted: tuple[int, ...] | None
+) -> tuple[DeviceInfo, ...]:
+    if wanted is None:
+        return devices
+    return tuple(info for info in devices if info.index in wanted)

@@ -1,0 +1,105 @@
+"""The incident log: one JSON line per failed guarded cell, for ``%gpuguard history``.
+
+JSON lines, appended: a crash mid-write loses one line at most, and the lab extension (or a
+person with ``tail``) can read what happened even when the kernel died. Nothing from the
+environment beyond an allow-list is written, and the cell's source only when configured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..diagnosis import Diagnosis
+from ..protocol import SCHEMA_VERSION
+
+#: How much of the file's end is read for the recent incidents: lines are short.
+_TAIL_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class Incident:
+    """One failure of a guarded cell, as written to the log: ``version`` is the protocol's
+    schema version, ``pid`` the kernel's process, ``cell_id`` the frontend's id of the cell."""
+
+    time: str
+    rule_id: str
+    kind: str
+    title: str
+    error_type: str
+    facts: Mapping[str, Any]
+    options: Mapping[str, Any]
+    outcome: str
+    environment: Mapping[str, str] = field(default_factory=dict)
+    cell: str | None = None
+    cell_id: str | None = None
+    pid: int = field(default_factory=os.getpid)
+    version: int = SCHEMA_VERSION
+
+    @classmethod
+    def of(
+        cls,
+        diagnosis: Diagnosis,
+        options: Mapping[str, Any],
+        outcome: str,
+        environment: Mapping[str, str],
+        cell: str | None = None,
+        cell_id: str | None = None,
+    ) -> Incident:
+        return cls(
+            time=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            rule_id=diagnosis.rule_id,
+            kind=diagnosis.kind.value,
+            title=diagnosis.title,
+            error_type=diagnosis.error_type,
+            facts={name: _jsonable(value) for name, value in diagnosis.facts.items()},
+            options=dict(options),
+            outcome=outcome,
+            environment=dict(environment),
+            cell=cell,
+            cell_id=cell_id,
+        )
+
+
+class IncidentLog:
+    """Appends incidents to ``path`` (created on first write) and reads back the recent ones."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    def append(self, incident: Incident) -> None:
+        line = json.dumps(asdict(incident), ensure_ascii=False, sort_keys=True) + "\n"
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as log:
+                log.write(line)
+
+    def recent(self, count: int) -> list[dict[str, Any]]:
+        """The last ``count`` incidents, oldest first; lines that are not JSON are skipped."""
+        try:
+            with self.path.open("rb") as log:
+                log.seek(0, os.SEEK_END)
+                log.seek(max(log.tell() - _TAIL_BYTES, 0))
+                tail = log.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return []
+        incidents = []
+        for line in tail.splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue  # a partial first line of the tail, or a line cut by a crash
+            if isinstance(record, dict):
+                incidents.append(record)
+        return incidents[-count:] if count > 0 else []
+
+
+def _jsonable(value: object) -> object:
+    return list(value) if isinstance(value, tuple) else value

@@ -1,0 +1,145 @@
+"""The kernel's state file: what the server extension reads about this kernel, even once it died.
+
+One small JSON file per kernel, ``<jupyter runtime dir>/ipy_gpuguard/kernel-<kernel id>.json``,
+replaced atomically (a reader never sees half a file), written at most once a second while a
+guarded cell runs and once when it ends, and removed when the extension is unloaded. A file
+that cannot be written costs one warning line, never the cell.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from ..protocol import DeviceState, KernelState, RunningCell, to_json
+from ..telemetry import DeviceInfo, Sample
+from ..watchdog import ProgressSnapshot
+
+#: Seconds between two writes while a cell runs.
+MIN_WRITE_INTERVAL_S = 1.0
+_CONNECTION_FILE = re.compile(r"kernel-(?P<id>[\w-]+)\.json$")
+
+
+def kernel_id_of(connection_file: str) -> str | None:
+    """The kernel id in a connection file's name, as Jupyter names them (``kernel-<id>.json``)."""
+    match = _CONNECTION_FILE.search(os.path.basename(connection_file))
+    return match.group("id") if match else None
+
+
+def state_path(runtime_dir: str, kernel_id: str) -> Path:
+    return Path(runtime_dir) / "ipy_gpuguard" / f"kernel-{kernel_id}.json"
+
+
+class KernelStateFile:
+    """Keeps the state file of one kernel up to date; every write is a whole new file."""
+
+    def __init__(
+        self,
+        path: Path,
+        kernel_id: str | None,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.path = path
+        self._clock = clock
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._last_write: float | None = None
+        self._warned = False
+        self.state = KernelState(
+            pid=os.getpid(),
+            kernel_id=kernel_id,
+            updated_at=clock(),
+            running=False,
+            cell=None,
+            phase=None,
+            step=0,
+            last_step_at=None,
+            devices=(),
+            last_rule_id=None,
+            outcome=None,
+        )
+
+    def cell_started(self, cell: RunningCell) -> None:
+        self._update(
+            force=True, running=True, cell=cell, phase=None, step=0, last_step_at=None, outcome=None
+        )
+
+    def sampled(
+        self, sample: Sample, devices: tuple[DeviceInfo, ...], progress: ProgressSnapshot
+    ) -> None:
+        """From the sampler's thread: the latest sample and progress, at most once a second."""
+        last_step_at = None
+        if progress.steps:
+            last_step_at = self._clock() - (self._monotonic() - progress.last_progress_at)
+        self._update(
+            force=False,
+            devices=device_states(sample, devices),
+            phase=progress.phase,
+            step=progress.steps,
+            last_step_at=last_step_at,
+        )
+
+    def cell_ended(self, outcome: str, rule_id: str | None) -> None:
+        self._update(force=True, running=False, outcome=outcome, last_rule_id=rule_id)
+
+    def remove(self) -> None:
+        try:
+            self.path.unlink(missing_ok=True)
+        except OSError as error:
+            self._warn(error)
+
+    def _update(self, force: bool, **changes: object) -> None:
+        with self._lock:
+            now = self._clock()
+            self.state = replace(self.state, updated_at=now, **changes)  # type: ignore[arg-type]
+            if (
+                not force
+                and self._last_write is not None
+                and now - self._last_write < MIN_WRITE_INTERVAL_S
+            ):
+                return
+            self._last_write = now
+            self._write(json.dumps(to_json(self.state)))
+
+    def _write(self, text: str) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(
+                dir=self.path.parent, prefix=".kernel-", suffix=".tmp"
+            )
+            with os.fdopen(handle, "w", encoding="utf-8") as file:
+                file.write(text)
+            os.replace(temporary, self.path)
+        except OSError as error:
+            self._warn(error)
+
+    def _warn(self, error: OSError) -> None:
+        if not self._warned:
+            self._warned = True
+            print(f"ipy_gpuguard: cannot write the kernel's state file ({error})", file=sys.stderr)
+
+
+def device_states(sample: Sample, devices: tuple[DeviceInfo, ...]) -> tuple[DeviceState, ...]:
+    infos = {info.index: info for info in devices}
+    return tuple(
+        DeviceState(
+            index=device.index,
+            name=infos[device.index].name if device.index in infos else f"GPU {device.index}",
+            simulated=infos[device.index].simulated if device.index in infos else False,
+            used_bytes=device.device.used_bytes,
+            total_bytes=device.device.total_bytes,
+            allocator_bytes=device.allocator.current_bytes if device.allocator else None,
+            utilization_percent=device.device.utilization_percent,
+            temperature_c=device.device.temperature_c,
+        )
+        for device in sample.devices
+    )

@@ -1,0 +1,447 @@
+"""``%%gpuguard`` and ``%gpuguard``: parse what the person typed, then hand over to the session.
+
+A guarded cell is run by the shell as the cell itself, not from inside a magic function. A
+cleanup input transformer blanks the ``%%gpuguard`` line (after checking its options), and the
+``pre_run_cell``/``post_run_cell`` events start and finish the guard. So the cell fails exactly
+as it would without the magic (its ``execute_reply`` says ``error``, "Run All" stops there), its
+traceback is IPython's own with the cell's own number and line numbers, ``%debug`` reaches the
+user's frames, and top-level ``await`` and other cell magics below the first line keep working.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from IPython.core import magic_arguments
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.display import Pretty, display
+
+from ..protocol import FIND_MAX, RETRY, Action, ActionArgs
+from ..retry import AUTO_RETRY_RUNS, DEFAULT_RUNS, FIND_MAX_RUNS, RunOutcome, retry_settings
+from ..ui.history import HistoryTable
+from .options import (
+    ON_HANG_CHOICES,
+    GuardOptions,
+    check_interval,
+    check_timeout,
+    parse_device_list,
+)
+from .session import GuardSession
+
+if TYPE_CHECKING:
+    from .comm import ActionsComm
+
+T = TypeVar("T")
+
+_GUARD_LINE = re.compile(r"^%%gpuguard(?:[ \t]+(?P<options>.*?))?[ \t]*\r?\n?$")
+
+
+@magics_class
+class GPUGuardMagics(Magics):
+    """The magics, and the shell hooks that guard a cell."""
+
+    def __init__(self, shell: Any, session: GuardSession) -> None:
+        super().__init__(shell)
+        self.session = session
+        self.transformer = GuardedCellTransformer(self)
+        self.actions_comm: ActionsComm | None = None  # in a Jupyter kernel only
+
+    @magic_arguments.magic_arguments()
+    @magic_arguments.argument(
+        "--interval",
+        type=float,
+        metavar="SECONDS",
+        help="seconds between telemetry samples (default: %%config GPUGuard.interval, 0.5)",
+    )
+    @magic_arguments.argument(
+        "--devices",
+        metavar="0,1",
+        help="framework indices of the GPUs to watch, as in GPU:0 (default: all visible)",
+    )
+    @magic_arguments.argument(
+        "--no-panel", action="store_true", help="run guarded, but show no memory panel"
+    )
+    @magic_arguments.argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help=(
+            "seconds without progress (no step, main thread not moving) that make a stall "
+            "(default: adaptive, 10 times the median step and at least 30 s; the first step of "
+            "fit, evaluate and predict may take longer, see %%config GPUGuard.first_step_allowance)"
+        ),
+    )
+    @magic_arguments.argument(
+        "--on-hang",
+        choices=ON_HANG_CHOICES,
+        help=(
+            "on a stall, report: show the hang card (default); interrupt: also interrupt the "
+            "cell, in the thread that is stuck"
+        ),
+    )
+    @magic_arguments.argument(
+        "--auto-retry",
+        nargs="?",
+        const=DEFAULT_RUNS,
+        type=int,
+        metavar="N",
+        help=(
+            "on out of memory, run the cell again by itself with smaller batches, up to N "
+            f"times (default {AUTO_RETRY_RUNS}, or {FIND_MAX_RUNS} with --find-max) until one fits"
+        ),
+    )
+    @magic_arguments.argument(
+        "--find-max",
+        action="store_true",
+        help=(
+            "with --auto-retry, then search for the largest batch that fits (up to "
+            f"{FIND_MAX_RUNS} runs in all unless --auto-retry N says otherwise)"
+        ),
+    )
+    @magic_arguments.argument(
+        "--margin",
+        type=float,
+        metavar="PERCENT",
+        help="how close to a size that failed --find-max goes (default 10)",
+    )
+    @magic_arguments.argument(
+        "--min-batch",
+        type=int,
+        metavar="N",
+        help="the smallest batch a retry tries (default 1)",
+    )
+    @magic_arguments.argument(
+        "--keep-effective-batch",
+        action="store_true",
+        help=(
+            "when the batch shrinks k times, multiply the cell's gradient_accumulation_steps "
+            "by k, so the optimisation stays the same"
+        ),
+    )
+    @magic_arguments.argument(
+        "--batch-var",
+        metavar="NAME",
+        help="the variable that holds the batch size, when the guard cannot tell",
+    )
+    @cell_magic("gpuguard")  # type: ignore[arg-type]  # IPython types the named form as a union
+    def gpuguard_cell(self, line: str, cell: str) -> None:
+        """Run a cell under the GPU guard.
+
+        While the cell runs, a panel above its output shows each GPU's memory (the device's,
+        from NVML, and the framework allocator's), utilisation, temperature and power; when the
+        cell ends, however it ends, the panel freezes into a summary of peak memory and time.
+        The cell itself runs exactly as without the magic. Put ``%%gpuguard`` on the first line
+        of the cell, above any other cell magic.
+
+        The panel also shows steps, steps per second and time per step: Keras' ``fit``,
+        ``evaluate`` and ``predict`` report them by themselves, a custom loop by calling
+        ``ipy_gpuguard.heartbeat()`` once per step. A cell that makes no progress for longer
+        than ``--timeout`` gets a hang card while it still runs, saying where it is stuck;
+        ``--on-hang interrupt`` also interrupts it. With ``--no-panel`` a stall is reported
+        only when the cell ends.
+
+        Without a GPU the cell still runs and the panel says which telemetry is missing and why.
+
+        When the cell runs out of memory, the card under its traceback offers to run it again
+        with a smaller batch (the batch size is found in the cell's code and only that number
+        changes); ``--auto-retry`` does so by itself, ``--find-max`` also climbs back to the
+        largest batch that fits. A batch size that fitted is remembered for the cell.
+        """
+        # Reached only when the shell did not run the cell itself: another cell magic came first,
+        # or a script exported from a notebook calls run_cell_magic. Run it as a cell of its own.
+        options = f" {line}" if line.strip() else ""
+        assert self.shell is not None
+        self.shell.run_cell(f"%%gpuguard{options}\n{cell}", store_history=False)
+
+    @magic_arguments.magic_arguments()
+    @magic_arguments.argument(
+        "command",
+        nargs="?",
+        default="status",
+        choices=["status", "doctor", "simulate", "history", "retry"],
+        help=(
+            "status: telemetry, devices, their GPU watchdogs and settings; doctor: check the "
+            "GPU environment (driver, CUDA, cuDNN, TensorFlow's build and GPUs, memory "
+            "settings) and say what to fix; simulate: simulated GPUs when none is found; "
+            "history: the recent incidents; retry: run the last cell that ran out of memory "
+            "again with a smaller batch, as its card's button does"
+        ),
+    )
+    @magic_arguments.argument(
+        "value",
+        nargs="?",
+        help=(
+            "for simulate: sizes like 8GiB or 8GiB,16GiB, or off; for history: how many (10); "
+            "for retry: the batch size (default: the card's), or max for the largest that fits"
+        ),
+    )
+    @magic_arguments.argument(
+        "--json",
+        action="store_true",
+        help="for doctor: return the report as data (a dict), for `report = %%gpuguard doctor --json`",
+    )
+    @line_magic("gpuguard")  # type: ignore[arg-type]  # IPython types the named form as a union
+    def gpuguard_line(self, line: str) -> dict[str, Any] | None:
+        """Inspect and set up the GPU guard.
+
+        ``%gpuguard status`` shows the telemetry source, the devices, the watchdog of each GPU
+        (Windows TDR, CUDA's run-time limit on kernels) and the settings;
+        ``%gpuguard doctor`` checks the GPU environment before training: the driver against
+        the CUDA TensorFlow was built with, the CUDA and cuDNN that load, which GPUs the driver
+        and each framework see, memory settings, other processes and the GPU watchdog; each
+        warning or problem comes with what to do (``--json``: the report as data; on the
+        command line, ``python -m ipy_gpuguard doctor``);
+        ``%gpuguard simulate 8GiB`` shows simulated GPUs where NVML finds none (``off`` to stop);
+        ``%gpuguard history [N]`` shows the last N incidents (failures the guard diagnosed);
+        ``%gpuguard retry [N|max]`` runs the last cell that ran out of memory again with batch
+        size N (default: the one its card offers), or searches for the largest that fits.
+        Defaults are set with ``%config GPUGuard``.
+        """
+        args = _parse(self.gpuguard_line, line, "%gpuguard")
+        if args.json and args.command != "doctor":
+            raise UsageError("%gpuguard: --json goes with doctor, as in %gpuguard doctor --json")
+        if args.command == "doctor":
+            if args.value is not None:
+                raise UsageError(f"%gpuguard doctor takes only --json, not {args.value!r}")
+            return _doctor(args.json)
+        if args.command == "retry":
+            self._retry(args.value)
+        elif args.command == "simulate":
+            print(self._simulate(args.value))
+        elif args.command == "history":
+            display(self._history(args.value))
+        else:
+            if args.value is not None:
+                raise UsageError(f"%gpuguard status takes no value, not {args.value!r}")
+            print("\n".join(self.session.status_lines()))
+        return None
+
+    def guard_options(self, line: str, cell: str | None = None) -> GuardOptions:
+        """The options of a ``%%gpuguard`` line, checked; ``UsageError`` says what is wrong.
+
+        With the ``cell``, an automatic retry also needs a batch size the guard can change.
+        """
+        args = _parse(self.gpuguard_cell, line, "%%gpuguard")
+        try:
+            interval = None if args.interval is None else check_interval(args.interval)
+            devices = None if args.devices is None else parse_device_list(args.devices)
+            retry = retry_settings(
+                args.auto_retry,
+                args.find_max,
+                args.margin,
+                args.min_batch,
+                args.batch_var,
+                args.keep_effective_batch,
+            )
+            timeout = None if args.timeout is None else check_timeout(args.timeout)
+            options = self.session.options(
+                interval, devices, args.no_panel, retry, timeout, args.on_hang
+            )
+            self.session.check_devices(options)
+        except ValueError as error:
+            raise UsageError(f"%%gpuguard: {error}") from None
+        if cell is not None and options.retry.auto_runs:
+            reason = self.session.why_no_retry(cell, options)
+            if reason is not None:
+                raise UsageError(f"%%gpuguard --auto-retry: {reason}")
+        return options
+
+    def pre_run_cell(self, info: Any) -> None:
+        """Start the guard when the cell about to run begins with ``%%gpuguard``."""
+        line = guard_line(info.raw_cell)
+        if line is None:
+            return
+
+        def start() -> None:
+            try:
+                options = self.guard_options(line)
+            except UsageError:
+                return  # the transformer has refused the cell and IPython shows why
+            assert self.shell is not None
+            self.session.begin(
+                info,
+                options,
+                info.raw_cell,
+                getattr(info, "cell_id", None),
+                self.shell.execution_count,
+            )
+
+        _guard_failure_in_one_line("start", start)
+
+    def post_run_cell(self, result: Any) -> None:
+        """Finish the guard of the cell that just ended; when it failed, show the diagnosis.
+
+        A cell that a retry fixed by itself (``--auto-retry``) ends as a success: the frontend
+        sees an ``ok`` reply, so "Run All" goes on; its first traceback stays shown above.
+        """
+        key = getattr(result, "info", None)
+        finished = _guard_failure_in_one_line("finish", lambda: self.session.end(key))
+        error = getattr(result, "error_in_exec", None)
+        if finished is None:
+            return
+        if self.session.recording_attempt:
+            _guard_failure_in_one_line(
+                "diagnose", lambda: self.session.record_attempt(finished, error)
+            )
+            return
+        rule_id = None
+        if error is not None:
+            count = getattr(result, "execution_count", None)
+            remediated = _guard_failure_in_one_line(
+                "diagnose", lambda: self.session.remediate(finished, error, count)
+            )
+            if remediated is not None:
+                rule_id = remediated.diagnosis.rule_id
+                if remediated.fixed:
+                    result.error_in_exec = None
+        outcome = "error" if result.error_in_exec is not None else "fixed" if error else "ok"
+        _guard_failure_in_one_line("finish", lambda: self.session.ended(outcome, rule_id))
+
+    def _retry(self, value: str | None) -> None:
+        card = self.session.last_retry_card
+        if card is None:
+            raise UsageError(
+                "%gpuguard retry: no guarded cell has run out of memory with a batch size the "
+                "guard can change since the extension was loaded"
+            )
+        if value is not None and value != "max" and not (value.isdigit() and int(value) > 0):
+            raise UsageError(f"%gpuguard retry takes a batch size like 32, or max, not {value!r}")
+        if value == "max":
+            action = Action(FIND_MAX, card)
+        else:
+            action = Action(RETRY, card, ActionArgs(int(value) if value is not None else None))
+        refusal = self.session.cards.refusal(action)
+        if refusal is not None:
+            raise UsageError(f"%gpuguard retry: {refusal}")
+        result = self.session.act(action, around=_here)
+        if self.session.live:  # the card above shows it too; a terminal's card printed it
+            print(f"ipy_gpuguard · {result.message}")
+
+    def _history(self, value: str | None) -> HistoryTable:
+        count = 10 if value is None else _positive_count(value)
+        log = self.session.incident_log
+        if log is None:
+            raise UsageError(
+                "%gpuguard history: the incident log is off (%config GPUGuard.incident_log = '')"
+            )
+        return HistoryTable(log.recent(count), str(log.path))
+
+    def _simulate(self, value: str | None) -> str:
+        if value is None:
+            raise UsageError("%gpuguard simulate needs sizes like 8GiB or 8GiB,16GiB, or off")
+        try:
+            return self.session.simulate("" if value.lower() == "off" else value)
+        except ValueError as error:
+            raise UsageError(f"%gpuguard simulate: {error}") from None
+
+
+def _here(run: Callable[[], RunOutcome]) -> RunOutcome:
+    """Run a retry's attempt in the cell that asked for it (``%gpuguard retry``)."""
+    return run()
+
+
+class ShellRunner:
+    """Runs a retry's cell as the shell runs any cell, without a new history entry."""
+
+    def __init__(self, shell: Any) -> None:
+        self._shell = shell
+
+    @property
+    def namespace(self) -> Any:
+        return self._shell.user_ns
+
+    def run_cell(self, source: str) -> None:
+        self._shell.run_cell(source, store_history=False)
+
+
+class GuardedCellTransformer:
+    """Blanks a cell's ``%%gpuguard`` line so that the shell runs the rest as the cell itself.
+
+    The line becomes an empty line, so line numbers in tracebacks are those of the cell as shown.
+    When another cell magic follows, the line is removed instead, so that it stays first.
+    """
+
+    #: Keeps IPython's completeness check treating ``%%gpuguard`` as a cell magic (a terminal
+    #: then waits for a blank line), since transforms with side effects are skipped there.
+    has_side_effects = True
+
+    def __init__(self, magics: GPUGuardMagics) -> None:
+        self._magics = magics
+
+    def __call__(self, lines: list[str]) -> list[str]:
+        line = guard_line(lines[0]) if lines else None
+        if line is None:
+            return lines
+        try:
+            self._magics.guard_options(line, "".join(lines))
+        except UsageError:
+            raise  # a wrong option stops the cell before it runs
+        except Exception:
+            pass  # the guard's own failure must not stop the cell: starting it reports it
+        body = lines[1:]
+        if body and body[0].startswith("%%"):
+            return body
+        return ["\n", *body]
+
+
+def guard_line(cell: str) -> str | None:
+    """The options after ``%%gpuguard`` on the cell's first non-blank line; ``None`` if not guarded."""
+    first = next((line for line in cell.splitlines() if line.strip()), "")
+    match = _GUARD_LINE.match(first)
+    return None if match is None else (match.group("options") or "")
+
+
+def _doctor(as_json: bool) -> dict[str, Any] | None:
+    """Check the environment, saying what takes time on a line the report then replaces."""
+    from ..doctor import run_doctor
+    from ..doctor.render import report_data, summary_text
+    from ..doctor.widget import DoctorTable
+
+    progress = display(Pretty("Checking the GPU environment…"), display_id=True)
+
+    def announce(message: str) -> None:
+        progress.update(Pretty(message))
+
+    report = run_doctor(announce=announce)
+    if as_json:
+        announce(summary_text(report))
+        return report_data(report)
+    progress.update(DoctorTable(report, lambda again: run_doctor(announce=again)))
+    return None
+
+
+def _positive_count(value: str) -> int:
+    if not value.isdigit() or int(value) == 0:
+        raise UsageError(f"%gpuguard history takes a number of incidents like 20, not {value!r}")
+    return int(value)
+
+
+def _parse(magic: Any, line: str, name: str) -> Any:
+    try:
+        return magic_arguments.parse_argstring(magic, line)
+    except UsageError as error:
+        raise UsageError(f"{name}: {error} (see {name}? for the options)") from None
+
+
+_CONSEQUENCES = {
+    "start": "the cell runs unguarded",
+    "finish": "the cell's own result stands",
+    "diagnose": "the traceback above is the cell's own",
+}
+
+
+def _guard_failure_in_one_line(stage: str, action: Callable[[], T]) -> T | None:
+    """Run a step of the guard; its failure is one line on stderr, never a second traceback."""
+    try:
+        return action()
+    except Exception as error:
+        print(
+            f"ipy_gpuguard: the guard failed to {stage} ({type(error).__name__}: {error}); "
+            f"{_CONSEQUENCES[stage]}",
+            file=sys.stderr,
+        )
+        return None

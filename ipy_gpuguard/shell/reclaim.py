@@ -1,0 +1,129 @@
+"""Give back the memory a failed cell pinned: outside the ``except``, after the traceback shows.
+
+A traceback keeps every frame of the failed call alive, and with the frames their locals: the
+batch, the activations, whatever tensors were in flight. So do ``sys.last_value`` (which
+``%debug`` reads) and IPython's last execution result. Clearing them, then Keras' global state
+and a garbage collection, returns that memory to the framework's allocator. ``%debug`` has
+nothing left to inspect afterwards, which is why the guard does it by itself only after an
+out-of-memory error (and the card says so).
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import FrameType, ModuleType
+from typing import Any
+
+from ..diagnosis.report import exception_chain
+
+
+@dataclass(frozen=True)
+class Reclaimed:
+    """What freeing achieved: the allocator's bytes before the cell, before and after freeing.
+
+    ``None`` where no framework allocator could be read (no framework imported, no GPU).
+    """
+
+    baseline_bytes: int | None
+    before_bytes: int | None
+    after_bytes: int | None
+    frames_cleared: int
+
+    @property
+    def freed_bytes(self) -> int | None:
+        if self.before_bytes is None or self.after_bytes is None:
+            return None
+        return max(self.before_bytes - self.after_bytes, 0)
+
+    @property
+    def held_bytes(self) -> int | None:
+        """Bytes still held beyond what the allocator held before the cell started."""
+        if self.baseline_bytes is None or self.after_bytes is None:
+            return None
+        return max(self.after_bytes - self.baseline_bytes, 0)
+
+
+def free_failure_memory(
+    error: BaseException | None,
+    read_allocator: Callable[[], int | None],
+    baseline_bytes: int | None,
+    modules: Mapping[str, ModuleType] | None = None,
+) -> Reclaimed:
+    """Clear the frames of ``error``'s chain and the interpreter's last-error references, then collect.
+
+    The shell's last execution result keeps the error itself, since the kernel reads it for the
+    reply's ``error`` status; its frames are what held the memory, and they are cleared.
+
+    Parameters
+    ----------
+    read_allocator
+        Reads the framework allocator's current bytes (summed over the watched devices).
+    baseline_bytes
+        The allocator's current bytes before the cell ran: what "fully reclaimed" means.
+    """
+    before = read_allocator()
+    cleared = 0
+    if error is not None:
+        cleared = clear_chain_frames(error)
+    _drop_last_exception()
+    clear_keras_session(sys.modules if modules is None else modules)
+    gc.collect()
+    return Reclaimed(baseline_bytes, before, read_allocator(), cleared)
+
+
+def clear_chain_frames(error: BaseException) -> int:
+    """Clear the local variables of every finished frame in the whole chain's tracebacks."""
+    cleared = 0
+    for link in exception_chain(error, suppressed_too=True):
+        tb = link.__traceback__
+        while tb is not None:
+            cleared += _clear_frame(tb.tb_frame)
+            tb = tb.tb_next
+    return cleared
+
+
+def _clear_frame(frame: FrameType) -> int:
+    """Clear a frame's locals, and the snapshot of them a traceback formatter may have taken.
+
+    Python up to 3.12 keeps ``frame.f_locals`` as a dict cached on the frame, which
+    ``frame.clear()`` leaves alone; a module's frame shares that dict with the namespace, which
+    must survive.
+    """
+    try:
+        snapshot = frame.f_locals
+        if type(snapshot) is dict and snapshot is not frame.f_globals:
+            snapshot.clear()
+        frame.clear()
+    except RuntimeError:  # still executing: one of the guard's own callers
+        return 0
+    return 1
+
+
+def clear_keras_session(modules: Mapping[str, ModuleType]) -> None:
+    """``keras.backend.clear_session()``, keeping the dtype policy (mixed precision) it resets.
+
+    Only when Keras is already imported: importing it here would cost seconds.
+    """
+    keras = modules.get("keras")
+    backend = getattr(keras, "backend", None)
+    if backend is None or not hasattr(backend, "clear_session"):
+        return
+    config: Any = getattr(keras, "config", None)
+    keeps_policy = hasattr(config, "dtype_policy") and hasattr(config, "set_dtype_policy")
+    policy = config.dtype_policy() if keeps_policy else None
+    try:
+        backend.clear_session(free_memory=False)  # the caller collects once, afterwards
+    except TypeError:  # Keras 2 has no free_memory argument
+        backend.clear_session()
+    if keeps_policy:
+        config.set_dtype_policy(policy)
+
+
+def _drop_last_exception() -> None:
+    """``sys.last_value`` and friends, which IPython sets for ``%debug``."""
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+        if hasattr(sys, name):
+            setattr(sys, name, None)

@@ -1,0 +1,169 @@
+"""What the guard does after a guarded cell failed: diagnose, free memory, show the card, retry
+when asked, record the incident.
+
+Runs from ``post_run_cell``: the traceback has been shown and the ``except`` block left, so
+clearing the frames of the failed call really releases what they held.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..diagnosis import Context, DeviceMemory, Diagnosis, Kind, diagnose
+from ..retry import FIXED, RetryRequest, RunOutcome, verdict_of
+from ..telemetry.framework import FrameworkSettings
+from ..ui.view import PanelView
+from .actions import LiveCard
+from .card_data import CardParts, reclaim_of
+from .incidents import Incident, IncidentLog
+from .reclaim import Reclaimed, free_failure_memory
+
+DEBUG_NOTE = (
+    "%debug has nothing to inspect: the failed call's frames were cleared to free their memory "
+    "(%config GPUGuard.free_memory_on_oom = False keeps them)."
+)
+
+#: Shows a card: the diagnosis, its notes, its changing part, and how to free memory later.
+Present = Callable[[Diagnosis, tuple[str, ...], CardParts, Callable[[], Reclaimed]], LiveCard]
+
+
+@dataclass(frozen=True)
+class FailedRun:
+    """What the guard saw of the failed cell, without the exception."""
+
+    panel: PanelView
+    devices: tuple[DeviceMemory, ...]
+    log_lines: tuple[str, ...]
+    read_allocator: Callable[[], int | None]
+    allocator_baseline_bytes: int | None
+    settings: FrameworkSettings
+    hang_evidence: tuple[str, ...] = ()
+    watchdog_interrupted: bool = False
+
+
+@dataclass(frozen=True)
+class Remediated:
+    """What came of a failure: its diagnosis, and whether a retry fixed the cell by itself."""
+
+    diagnosis: Diagnosis
+    fixed: bool = False
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The settings that decide what happens after a failure (from ``GPUGuard``)."""
+
+    free_memory_on_oom: bool
+    incident_log: IncidentLog | None
+    log_cell_source: bool
+
+
+@dataclass(frozen=True)
+class Failure:
+    """The failed cell: its options (for the incident log), its source and its id."""
+
+    options: Mapping[str, Any]
+    cell: str
+    cell_id: str | None = None
+
+
+def remediate(
+    error: BaseException,
+    run: FailedRun,
+    policy: Policy,
+    failure: Failure,
+    previous_kind: Kind | None,
+    plan_retry: Callable[[Diagnosis], RetryRequest | None],
+    present: Present,
+) -> Remediated:
+    """Diagnose ``error``, free what it pinned when it is out of memory, show the card, retry
+    by itself when asked, and log the incident.
+
+    An error that no rule recognises gets no card: the frozen panel above the traceback is
+    enough. Memory is always freed before a retry runs by itself.
+    """
+    context = _context(run, previous_kind)
+    diagnosis = diagnose(error, context)
+    if diagnosis.kind is Kind.UNKNOWN:
+        return Remediated(diagnosis)
+    out_of_memory = diagnosis.kind is Kind.OUT_OF_MEMORY
+    request = plan_retry(diagnosis) if out_of_memory else None
+    retry = request.retry if request is not None else None
+    auto = retry is not None and request is not None and request.settings.auto_runs > 0
+    reclaimed = None
+    notes: tuple[str, ...] = ()
+    if out_of_memory and (policy.free_memory_on_oom or auto):
+        reclaimed = free_failure_memory(error, run.read_allocator, run.allocator_baseline_bytes)
+        notes = (DEBUG_NOTE,)
+    del error  # nothing below needs it, and it holds the traceback
+    parts = CardParts(
+        reclaimed=reclaim_of(reclaimed) if reclaimed is not None else None,
+        request=request,
+        can_free_memory=True,
+    )
+    live = present(diagnosis, notes, parts, lambda: free_memory_now(run))
+    if auto and request is not None:
+        settings = request.settings
+        live.retry(None, settings.auto_runs, settings.find_max, None)
+        live.display.show(live.card, live.verdict_message())
+    verdict = verdict_of(retry)
+    fixed = verdict is not None and verdict.state == FIXED
+    if policy.incident_log is not None:
+        policy.incident_log.append(
+            Incident.of(
+                diagnosis,
+                failure.options,
+                _outcome(reclaimed is not None, verdict.batch_size if fixed and verdict else None),
+                context.environment,  # already cut to the allow-list
+                failure.cell if policy.log_cell_source else None,
+                failure.cell_id,
+            )
+        )
+    return Remediated(diagnosis, fixed)
+
+
+def attempt_failed(
+    error: BaseException, run: FailedRun, outcome: RunOutcome, previous_kind: Kind | None
+) -> None:
+    """Fill in how a retry's run failed; free its memory when it ran out, for the next one."""
+    message = str(error).strip().splitlines()
+    outcome.error = (
+        f"{type(error).__name__}: {message[0][:200]}" if message else type(error).__name__
+    )
+    diagnosis = diagnose(error, _context(run, previous_kind))
+    if diagnosis.kind is not Kind.OUT_OF_MEMORY:
+        return
+    outcome.out_of_memory = True
+    fraction = diagnosis.facts.get("fit_fraction")
+    outcome.fit_fraction = fraction if isinstance(fraction, float) else None
+    reclaimed = free_failure_memory(error, run.read_allocator, run.allocator_baseline_bytes)
+    outcome.allocator_after_bytes = reclaimed.after_bytes
+
+
+def _context(run: FailedRun, previous_kind: Kind | None) -> Context:
+    return replace(
+        Context.of_this_process(),
+        log_lines=run.log_lines,
+        devices=run.devices,
+        previous_kind=previous_kind,
+        gpu_initialised=run.settings.gpu_initialised,
+        memory_growth=run.settings.memory_growth,
+        xla=run.settings.xla_auto_jit,
+        hang_evidence=run.hang_evidence,
+        watchdog_interrupted=run.watchdog_interrupted,
+    )
+
+
+def _outcome(freed: bool, fixed_at: int | None) -> str:
+    if fixed_at is not None:
+        return f"fixed by retry at batch size {fixed_at}"
+    return "freed memory" if freed else "card shown"
+
+
+def free_memory_now(run: FailedRun) -> Reclaimed:
+    """The card's "Free GPU memory": clear the last error's frames, Keras' state, collect."""
+    last = getattr(sys, "last_value", None)
+    return free_failure_memory(last, run.read_allocator, run.allocator_baseline_bytes)

@@ -1,0 +1,392 @@
+"""The one stateful object of the extension: settings, the telemetry source, the guarded cell now running."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import uuid
+from collections.abc import Callable, MutableMapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..diagnosis import Diagnosis, Kind
+from ..protocol import Action, ActionResult, Card, RunningCell
+from ..retry import (
+    BatchMemory,
+    RetryRequest,
+    RetrySettings,
+    Rewrite,
+    RunOutcome,
+    failing_cell_line,
+    find_batch_size,
+    plan_retry,
+    remembered_note,
+)
+from ..telemetry import DeviceBackend, open_backend
+from ..telemetry.units import format_bytes, parse_size_list
+from ..ui.view import PanelView, device_series
+from ..watchdog import GpuTimeout, SystemTimeoutProbe, TimeoutProbe
+from ..watchdog.stacks import CellNamer
+from .actions import AroundRun, CardActions, LiveCard
+from .card_data import CardParts, base_card, with_parts
+from .card_display import CardDisplay, DataDisplay, TextDisplay, WidgetDisplay
+from .config import GPUGuard
+from .guarded_run import GuardedRun
+from .incidents import IncidentLog
+from .kernel_state import KernelStateFile
+from .options import GuardOptions
+from .reclaim import Reclaimed
+from .remediation import Failure, Policy, Remediated, attempt_failed, remediate
+
+
+@dataclasses.dataclass(frozen=True)
+class FinishedCell:
+    """A guarded cell that has ended: its run, its frozen panel, its options and source."""
+
+    run: GuardedRun
+    view: PanelView
+    options: GuardOptions
+    cell: str
+    cell_id: str | None = None
+
+
+class CellRunner(Protocol):
+    """Runs a cell the way the shell runs one (guard hooks included), in the user namespace."""
+
+    @property
+    def namespace(self) -> MutableMapping[str, Any]: ...
+
+    def run_cell(self, source: str) -> None: ...
+
+
+class GuardSession:
+    """Owns everything the extension holds between cells; :meth:`close` releases all of it.
+
+    Parameters
+    ----------
+    config
+        The defaults (``%config GPUGuard``).
+    live
+        Whether panels can be live widgets (inside a Jupyter kernel) or only a final summary.
+    open_telemetry
+        Opens the telemetry source from the ``simulate`` setting; tests pass their own.
+    runner
+        Runs the cells of retries; without one, no retry is offered.
+    timeout_probe
+        Reads the GPUs' own watchdogs (Windows TDR, CUDA's run-time limit); by default this
+        machine's, for NVML's GPUs only.
+    name_cell
+        Names a cell's file in the watchdog's stacks (``Cell In[5]``).
+    state_file
+        The kernel's state file for the server extension (only inside a Jupyter kernel).
+    """
+
+    def __init__(
+        self,
+        config: GPUGuard,
+        live: bool,
+        open_telemetry: Callable[[str], DeviceBackend] = open_backend,
+        runner: CellRunner | None = None,
+        timeout_probe: TimeoutProbe | None = None,
+        name_cell: CellNamer | None = None,
+        state_file: KernelStateFile | None = None,
+    ) -> None:
+        self.config = config
+        self.live = live
+        self._open_telemetry = open_telemetry
+        self._runner = runner
+        self.timeout_probe = timeout_probe
+        self._name_cell = name_cell
+        self._timeouts: dict[tuple[int, ...], tuple[GpuTimeout, ...]] = {}
+        self.state_file = state_file
+        self._recording: RunOutcome | None = None
+        self.cards = CardActions()
+        #: The last card whose cell ran out of memory with a size to change, for %gpuguard retry.
+        self.last_retry_card: str | None = None
+        #: Whether a frontend renders cards itself (the lab extension's handshake).
+        self.frontend_renders_cards = False
+        self._backend: DeviceBackend | None = None
+        self._backend_lock = threading.Lock()
+        self._active: tuple[object, GuardedRun, GuardOptions, str, str | None] | None = None
+        self.last_failure: Kind | None = None
+        self.last_run: GuardedRun | None = None  # the last guarded cell's, once it has ended
+
+    @property
+    def backend(self) -> DeviceBackend:
+        """The telemetry source, opened on first use: NVML starts only when a cell needs it."""
+        with self._backend_lock:
+            if self._backend is None:
+                self._backend = self._open_telemetry(self.config.simulate)
+            return self._backend
+
+    def options(
+        self,
+        interval_s: float | None = None,
+        devices: tuple[int, ...] | None = None,
+        no_panel: bool = False,
+        retry: RetrySettings | None = None,
+        timeout_s: float | None = None,
+        on_hang: str | None = None,
+    ) -> GuardOptions:
+        """The config's defaults with one cell's options laid over them."""
+        return GuardOptions(
+            interval_s=self.config.interval if interval_s is None else interval_s,
+            devices=devices if devices is not None else (tuple(self.config.devices) or None),
+            show_panel=self.config.panel and not no_panel,
+            timeout_s=self.config.timeout if timeout_s is None else timeout_s,
+            on_hang=on_hang or self.config.on_hang,
+            first_step_s=self.config.first_step_allowance,
+            retry=retry or RetrySettings(),
+        )
+
+    def check_devices(self, options: GuardOptions) -> None:
+        """Refuse indices of devices the framework does not see (when it sees any at all)."""
+        visible = [info.index for info in self.backend.devices()]
+        missing = [index for index in options.devices or () if index not in visible]
+        if visible and missing:
+            raise ValueError(
+                f"no device {', '.join(map(str, missing))}: the visible devices are "
+                f"{', '.join(map(str, visible))} (framework indices, after CUDA_VISIBLE_DEVICES)"
+            )
+
+    @property
+    def incident_log(self) -> IncidentLog | None:
+        """The incident log, or ``None`` when ``GPUGuard.incident_log`` is empty."""
+        path = self.config.incident_log
+        return IncidentLog(Path(path).expanduser()) if path else None
+
+    @property
+    def batch_memory(self) -> BatchMemory | None:
+        """The remembered batch sizes, or ``None`` when ``GPUGuard.batch_memory`` is empty."""
+        path = self.config.batch_memory
+        return BatchMemory(Path(path).expanduser()) if path else None
+
+    @property
+    def recording_attempt(self) -> bool:
+        """Whether the cell running now is a retry's attempt, whose driver reads how it ended."""
+        return self._recording is not None
+
+    def begin(
+        self,
+        key: object,
+        options: GuardOptions,
+        cell: str = "",
+        cell_id: str | None = None,
+        execution_count: int | None = None,
+    ) -> None:
+        """Start guarding the cell identified by ``key``; a cell already guarded is left alone."""
+        if self._active is not None:
+            return
+        memory = self.batch_memory
+        note = None
+        if memory is not None and self._runner is not None and not self.recording_attempt:
+            batch_var = options.retry.batch_var
+            note = remembered_note(cell, batch_var, self._device_bytes(options), memory)
+        run = GuardedRun(
+            self.backend,
+            options,
+            self.live,
+            self.config.native_log,
+            (note,) if note else (),
+            self.gpu_timeouts(options.devices),
+            self._name_cell,
+            self.state_file,
+        )
+        if self.state_file is not None and not self.recording_attempt:
+            first = next((line.strip() for line in cell.splitlines()[1:] if line.strip()), "")
+            self.state_file.cell_started(RunningCell(cell_id, execution_count, first))
+        run.start()
+        self._active = (key, run, options, cell, cell_id)
+
+    def end(self, key: object | None) -> FinishedCell | None:
+        """Finish the guarded cell ``key`` (``None``: whichever is running)."""
+        if self._active is None or (key is not None and self._active[0] is not key):
+            return None
+        _, run, options, cell, cell_id = self._active
+        self._active = None
+        self.last_run = run
+        view = run.finish()
+        return FinishedCell(run, view, options, cell, cell_id)
+
+    def ended(self, outcome: str, rule_id: str | None = None) -> None:
+        """Record how the guarded cell ended in the kernel's state file."""
+        if self.state_file is not None and not self.recording_attempt:
+            self.state_file.cell_ended(outcome, rule_id)
+
+    def remediate(
+        self, finished: FinishedCell, error: BaseException, execution_count: int | None = None
+    ) -> Remediated:
+        """Diagnose the failed cell, show its card, retry when asked (see
+        :func:`.remediation.remediate`)."""
+        policy = Policy(
+            free_memory_on_oom=self.config.free_memory_on_oom,
+            incident_log=self.incident_log,
+            log_cell_source=self.config.log_cell_source,
+        )
+        failing_line = failing_cell_line(error)
+        failed_run = finished.run.failed_run(finished.view)
+
+        def retry_for(diagnosis: Diagnosis) -> RetryRequest | None:
+            if self._runner is None:
+                return None
+            return plan_retry(
+                finished.cell,
+                finished.options.retry,
+                diagnosis,
+                failing_line,
+                self._runner.namespace,
+                self._device_bytes(finished.options),
+                failed_run.allocator_baseline_bytes,
+                self.batch_memory,
+                self.run_attempt,
+            )
+
+        def present(
+            diagnosis: Diagnosis,
+            notes: tuple[str, ...],
+            parts: CardParts,
+            free_memory: Callable[[], Reclaimed],
+        ) -> LiveCard:
+            view = finished.view
+            chart = (
+                tuple(device_series(view, info) for info in view.devices) if view.history else ()
+            )
+            base = base_card(
+                diagnosis, uuid.uuid4().hex, chart, notes, finished.cell_id, execution_count
+            )
+            live = LiveCard(base, parts, self._display(with_parts(base, parts)), free_memory)
+            self.cards.add(live)
+            if parts.request is not None and parts.request.retry is not None:
+                self.last_retry_card = base.id
+            return live
+
+        failure = Failure(dataclasses.asdict(finished.options), finished.cell, finished.cell_id)
+        remediated = remediate(
+            error, failed_run, policy, failure, self.last_failure, retry_for, present
+        )
+        self.last_failure = remediated.diagnosis.kind
+        return remediated
+
+    def act(self, action: Action, around: AroundRun | None = None) -> ActionResult:
+        """Carry out an action on a card (a button, ``%gpuguard retry``, the lab extension)."""
+        return self.cards.act(action, around)
+
+    def _display(self, card: Card) -> CardDisplay:
+        if self.frontend_renders_cards:
+            return DataDisplay(card)
+        if self.live:
+            return WidgetDisplay(card, self.act)
+        return TextDisplay(card)
+
+    def why_no_retry(self, cell: str, options: GuardOptions) -> str | None:
+        """Why ``cell`` could not be retried with another batch size; ``None`` when it can."""
+        finding = find_batch_size(cell, options.retry.batch_var)
+        if finding.target is None:
+            return finding.reason
+        name = finding.target.name
+        runner = self._runner
+        if finding.target.literal is None and runner is not None and name not in runner.namespace:
+            return (
+                f"{name}, the batch size, is neither set in this cell nor defined by an "
+                "earlier one: run the cell that defines it first"
+            )
+        return None
+
+    def run_attempt(self, rewritten: Rewrite) -> RunOutcome:
+        """Run a retry's cell through the shell, guarded; :meth:`record_attempt` fills in the outcome."""
+        assert self._runner is not None
+        outcome = RunOutcome()
+        self._recording = outcome
+        try:
+            self._runner.namespace.update(rewritten.namespace)
+            self._runner.run_cell(rewritten.source)
+        finally:
+            self._recording = None
+        return outcome
+
+    def record_attempt(self, finished: FinishedCell, error: BaseException | None) -> None:
+        """How a retry's cell ended: its allocator peak; on failure, its diagnosis, and memory freed."""
+        outcome = self._recording
+        assert outcome is not None
+        outcome.finished = True
+        outcome.peak_bytes = finished.run.allocator_peak_bytes(finished.view)
+        if error is not None:
+            attempt_failed(
+                error, finished.run.failed_run(finished.view), outcome, self.last_failure
+            )
+
+    def gpu_timeouts(self, indices: tuple[int, ...] | None = None) -> tuple[GpuTimeout, ...]:
+        """The watchdog of each device (all, or ``indices``), read once per session."""
+        devices = tuple(
+            info for info in self.backend.devices() if indices is None or info.index in indices
+        )
+        probe = self.timeout_probe
+        if probe is None and self.backend.kind == "nvml":
+            probe = self.timeout_probe = SystemTimeoutProbe()
+        if probe is None or not devices:
+            return ()
+        key = tuple(info.index for info in devices)
+        if key not in self._timeouts:
+            self._timeouts[key] = probe.timeouts(devices)
+        return self._timeouts[key]
+
+    def _device_bytes(self, options: GuardOptions) -> tuple[int, ...]:
+        return tuple(
+            info.total_bytes
+            for info in self.backend.devices()
+            if (options.devices is None or info.index in options.devices) and info.total_bytes
+        )
+
+    def simulate(self, spec: str) -> str:
+        """Switch simulated devices on (``"8GiB"``) or off (``""``); returns what changed, in words."""
+        sizes = parse_size_list(spec) if spec else ()
+        self.config.simulate = spec
+        self._reset_backend()
+        if not sizes:
+            return "simulated devices off"
+        named = ", ".join(format_bytes(size) for size in sizes)
+        return f"simulated devices on: {named} (a real GPU, when NVML finds one, is shown instead)"
+
+    def status_lines(self) -> list[str]:
+        backend = self.backend
+        lines = [f"telemetry: {backend.kind} · {backend.summary}"]
+        lines += [
+            f"  GPU {info.index} · {info.name} · {format_bytes(info.total_bytes)}"
+            for info in backend.devices()
+        ]
+        timeouts = self.gpu_timeouts()
+        if timeouts:
+            lines += [f"  {timeout.text}" for timeout in timeouts]
+        elif backend.devices():
+            lines.append(f"  GPU watchdog: not read for {backend.kind} devices")
+        timeout = self.config.timeout
+        limit = f"{timeout:g} s" if timeout is not None else "adaptive"
+        lines.append(
+            f"stall watchdog: limit {limit} · first step up to "
+            f"{self.config.first_step_allowance:g} s · on hang {self.config.on_hang}"
+        )
+        devices = ",".join(map(str, self.config.devices)) or "all visible"
+        lines.append(
+            f"settings: interval {self.config.interval:g} s · devices {devices} · "
+            f"panel {'on' if self.config.panel else 'off'} · simulate {self.config.simulate or 'off'}"
+        )
+        lines.append(f"guarded cell running: {'yes' if self._active else 'no'}")
+        return lines
+
+    def close(self) -> None:
+        """Stop whatever runs, freeze the cards, release the telemetry library, and remove the
+        kernel's state file."""
+        try:
+            self.end(None)
+        finally:
+            self.cards.freeze_all()
+            self._reset_backend()
+            if self.state_file is not None:
+                self.state_file.remove()
+
+    def _reset_backend(self) -> None:
+        with self._backend_lock:
+            backend, self._backend = self._backend, None
+            self._timeouts.clear()
+        if backend is not None:
+            backend.close()

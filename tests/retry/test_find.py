@@ -1,0 +1,138 @@
+"""Finding the batch size in a cell's syntax, IPython syntax included."""
+
+from __future__ import annotations
+
+import pytest
+
+from ipy_gpuguard.retry import find_batch_size
+from ipy_gpuguard.retry.source import CellSource
+
+
+def test_a_literal_in_fit_is_the_batch_size():
+    finding = find_batch_size("model.fit(x, y, batch_size=64, epochs=2)")
+    assert finding.target is not None
+    assert finding.target.literal is not None
+    assert finding.target.literal.value == 64
+    assert finding.target.name is None
+
+
+def test_a_variable_assigned_in_the_cell_flows_into_fit():
+    cell = "BATCH_SIZE = 128\nmodel.fit(x, y, batch_size=BATCH_SIZE)\n"
+    target = find_batch_size(cell).target
+    assert target is not None
+    assert target.name == "BATCH_SIZE"
+    assert target.literal is not None
+    assert cell[target.literal.start : target.literal.end] == "128"
+
+
+def test_a_copy_of_a_variable_is_followed_to_its_number():
+    target = find_batch_size("B = 32\nbs = B\nds = ds.batch(bs)").target
+    assert target is not None
+    assert target.name == "B"
+
+
+@pytest.mark.parametrize(
+    ("cell", "value"),
+    [
+        ("ds = tf.data.Dataset.from_tensor_slices(x).shuffle(9).batch(32)", 32),
+        ("ds = ds.padded_batch(16, padded_shapes=[None])", 16),
+        ("model.fit(x, y, 256, 3)", 256),
+        ("model.predict(x, 48)", 48),
+        ("train = keras.utils.image_dataset_from_directory('d', batch_size=24)", 24),
+        ("loader = DataLoader(data, batch_size=0x40)", 64),
+    ],
+)
+def test_batch_sizes_in_the_calls_that_take_them(cell, value):
+    target = find_batch_size(cell).target
+    assert target is not None
+    assert target.literal is not None
+    assert target.literal.value == value
+
+
+def test_a_name_from_an_earlier_cell_is_set_in_the_namespace():
+    target = find_batch_size("history = model.fit(x, y, batch_size=BATCH)").target
+    assert target is not None
+    assert target.name == "BATCH"
+    assert target.literal is None
+
+
+def test_batch_var_names_the_variable_even_when_nothing_uses_it_visibly():
+    cell = "B1 = 32\nB2 = 64\ntrain(B1, B2)"
+    assert find_batch_size(cell).target is None
+    target = find_batch_size(cell, batch_var="B2").target
+    assert target is not None
+    assert target.literal is not None
+    assert target.literal.value == 64
+
+
+def test_several_candidates_that_flow_nowhere_are_offered_as_choices():
+    finding = find_batch_size("TRAIN_BATCH = 32\nEVAL_BATCH = 64\nrun(TRAIN_BATCH, EVAL_BATCH)")
+    assert finding.target is None
+    assert [choice.name for choice in finding.choices] == ["TRAIN_BATCH", "EVAL_BATCH"]
+    assert "--batch-var" in finding.reason
+
+
+def test_a_single_batch_named_variable_is_the_batch_size():
+    target = find_batch_size("BATCH_SIZE = 32\ntrain(model, BATCH_SIZE)").target
+    assert target is not None
+    assert target.name == "BATCH_SIZE"
+
+
+def test_the_call_on_the_failing_line_wins_among_several():
+    cell = "model.fit(x, y, batch_size=64)\nmodel.evaluate(x, y, batch_size=512)"
+    assert find_batch_size(cell).target.literal.value == 64
+    assert find_batch_size(cell, failing_line=2).target.literal.value == 512
+
+
+def test_an_expression_is_refused_with_what_to_do():
+    finding = find_batch_size("model.fit(x, batch_size=base * 2)")
+    assert finding.target is None
+    assert "base * 2" in finding.reason
+    assert "--batch-var" in finding.reason
+
+
+def test_a_name_bound_by_a_loop_is_not_a_number_the_guard_can_change():
+    finding = find_batch_size("for bs in (8, 16):\n    model.fit(x, batch_size=bs)")
+    assert finding.target is None
+    assert "bs" in finding.reason
+
+
+def test_no_batch_size_says_how_to_name_one():
+    finding = find_batch_size("print('batch_size=5')  # batch_size=6\nmodel.fit(x)")
+    assert finding.target is None
+    assert finding.reason.startswith("no batch size in this cell")
+    assert "--batch-var NAME" in finding.reason
+
+
+def test_a_cell_that_is_not_python_says_where():
+    finding = find_batch_size("%%bash\nfor f in *; do echo $f; done")
+    assert finding.target is None
+    assert "not Python" in finding.reason
+    assert "line 2" in finding.reason
+
+
+def test_ipython_syntax_is_masked_but_python_after_time_is_kept():
+    cell = "%matplotlib inline\nfiles = !ls\nmodel?\n%time h = model.fit(x, batch_size=16)\n"
+    target = find_batch_size(cell).target
+    assert target is not None
+    assert cell[target.literal.start : target.literal.end] == "16"
+
+
+def test_a_percent_inside_brackets_is_python_modulo_not_a_magic():
+    source = CellSource("x = (a\n% b)\n")
+    assert source.python == source.text
+
+
+def test_gradient_accumulation_steps_are_found():
+    finding = find_batch_size(
+        "STEPS = 2\nopt = keras.optimizers.Adam(gradient_accumulation_steps=STEPS)\n"
+        "model.fit(x, batch_size=64)"
+    )
+    assert finding.accumulation is not None
+    assert finding.accumulation.value == 2
+
+
+def test_columns_are_characters_not_utf8_bytes():
+    cell = "s = 'déjà vu ✓'; model.fit(x, batch_size=64)"
+    target = find_batch_size(cell).target
+    assert cell[target.literal.start : target.literal.end] == "64"

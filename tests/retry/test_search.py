@@ -1,0 +1,116 @@
+"""The search for a batch size that fits, on simulated memory cliffs."""
+
+from __future__ import annotations
+
+import math
+
+import hypothesis.strategies as st
+import pytest
+from hypothesis import assume, given, settings
+
+from ipy_gpuguard.retry import BatchSearch, SearchSettings, Trial
+
+GiB = 2**30
+
+
+def run_search(threshold, start=8192, capacity=None, fixed=0.0, runs=64, **options):
+    """Search on a device where sizes up to ``threshold`` fit; memory grows linearly."""
+    capacity_bytes = None if capacity is None else capacity
+    per_sample = None if capacity is None else (capacity - fixed) / (threshold + 0.5)
+    search = BatchSearch(SearchSettings(start, capacity_bytes=capacity_bytes, **options))
+    search.record(Trial(start, start <= threshold))
+    while (step := search.next_step(runs - len(search.trials) + 1)) is not None:
+        fits = step.size <= threshold
+        peak = None if per_sample is None or not fits else int(fixed + per_sample * step.size)
+        search.record(Trial(step.size, fits, peak))
+    return search
+
+
+def test_halving_finds_a_size_that_fits_and_stops_there():
+    search = run_search(100, start=512)
+    assert [t.size for t in search.trials] == [512, 256, 128, 64]
+    assert search.finished
+    assert search.largest_fitting == 64
+
+
+def test_the_floor_ends_the_search_when_nothing_fits():
+    search = run_search(0, start=64, min_batch=16)
+    assert [t.size for t in search.trials] == [64, 32, 16]
+    assert search.gave_up
+    assert search.next_step(10) is None
+
+
+def test_a_small_estimated_share_jumps_down_at_most_eightfold():
+    search = BatchSearch(SearchSettings(1024))
+    search.record(Trial(1024, False, fit_fraction=0.01))
+    assert search.next_step(5).size == 128
+    search.record(Trial(128, False, fit_fraction=0.3))
+    assert search.next_step(5).size == 38  # 128 × 0.3, below 40 any size will do
+
+
+def test_a_remembered_size_is_tried_first():
+    search = BatchSearch(SearchSettings(512, remembered=200))
+    search.record(Trial(512, False))
+    step = search.next_step(5)
+    assert step.size == 200
+    assert "remembered" in step.why
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(8, 4096),
+    st.floats(0.0, 0.6),
+    st.sampled_from([4 * GiB, 16 * GiB, 80 * GiB]),
+)
+def test_find_max_with_memory_meets_the_trial_budget_and_the_size_target(
+    threshold, fixed_share, capacity
+):
+    search = run_search(threshold, capacity=capacity, fixed=fixed_share * capacity, find_max=True)
+    assert search.finished
+    found = search.largest_fitting
+    assert 0.85 * threshold <= found <= threshold
+    assert len(search.trials) <= math.log2(8192 / threshold) + 4
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 5000), st.integers(1, 9000), st.floats(0.02, 0.3))
+def test_find_max_without_memory_ends_within_the_margin_of_a_failure(threshold, start, margin):
+    assume(start > threshold)  # the search begins with a size that ran out of memory
+    search = run_search(threshold, start=start, find_max=True, margin=margin)
+    assert search.finished
+    found = search.largest_fitting
+    assert found <= threshold
+    failed_above = min(t.size for t in search.trials if not t.fits and t.size > found)
+    assert failed_above - found <= max(margin * failed_above, 8)
+
+
+def test_sizes_stay_multiples_of_8_where_the_start_was_one():
+    search = run_search(1000, start=4096, find_max=True)
+    assert all(t.size % 8 == 0 for t in search.trials)
+    odd = run_search(1000, start=4095, find_max=True)
+    assert any(t.size % 8 for t in odd.trials)
+
+
+def test_the_last_run_is_at_the_size_returned():
+    search = run_search(300, start=1024, find_max=True)
+    assert search.trials[-1] == Trial(search.largest_fitting, True, None)
+
+
+def test_the_final_run_is_kept_for_the_last_run_left():
+    search = BatchSearch(SearchSettings(1024, find_max=True))
+    search.record(Trial(1024, False))
+    search.record(Trial(512, True))
+    search.record(Trial(768, False))
+    assert search.next_step(runs_left=1).size == 512
+
+
+def test_keeping_the_effective_batch_tries_only_divisors():
+    search = run_search(100, start=256, find_max=True, effective_batch=256)
+    assert all(256 % t.size == 0 for t in search.trials)
+    assert search.largest_fitting == 64
+
+
+@pytest.mark.parametrize("margin", [0.0, 1.0, -0.1])
+def test_a_margin_outside_0_and_1_is_refused(margin):
+    with pytest.raises(ValueError, match="margin"):
+        SearchSettings(64, margin=margin)

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import json
+
+import tensorflow as tf
+
+from ipy_gpuguard.diagnosis import Context, diagnose
+from ipy_gpuguard.diagnosis.context import allowed_environment
+from ipy_gpuguard.shell.incidents import Incident, IncidentLog
+
+OOM = "OOM when allocating tensor with shape[64,512] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc"
+
+
+def incident(**overrides):
+    diagnosis = diagnose(tf.errors.ResourceExhaustedError(None, None, OOM), Context())
+    environment = allowed_environment(
+        {"CUDA_VISIBLE_DEVICES": "0", "AWS_SECRET_ACCESS_KEY": "hunter2", "HOME": "/home/me"}
+    )
+    return Incident.of(diagnosis, {"interval_s": 0.5}, "freed memory", environment, **overrides)
+
+
+def test_incidents_are_json_lines_read_back_oldest_first(tmp_path):
+    log = IncidentLog(tmp_path / "sub" / "incidents.jsonl")
+    assert log.recent(5) == []
+    log.append(incident())
+    log.append(incident(cell="model.fit(x, batch_size=64)"))
+    lines = (tmp_path / "sub" / "incidents.jsonl").read_text().splitlines()
+    assert len(lines) == 2
+    first = json.loads(lines[0])
+    assert first["rule_id"] == "oom.tf.tensor"
+    assert first["facts"]["shape"] == [64, 512]
+    assert first["environment"] == {"CUDA_VISIBLE_DEVICES": "0"}  # nothing off the allow-list
+    assert first["cell"] is None
+    assert [record["cell"] for record in log.recent(5)] == [None, "model.fit(x, batch_size=64)"]
+    assert len(log.recent(1)) == 1
+
+
+def test_a_line_cut_by_a_crash_is_skipped(tmp_path):
+    path = tmp_path / "incidents.jsonl"
+    log = IncidentLog(path)
+    log.append(incident())
+    with path.open("a") as file:
+        file.write('{"rule_id": "oom.tf.ten')
+    assert [record["rule_id"] for record in log.recent(10)] == ["oom.tf.tensor"]

@@ -1,0 +1,271 @@
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from ..conftest import guard_magics, guard_threads
+
+
+def run(ip, cell):
+    return ip.run_cell(cell, store_history=True)
+
+
+def test_a_guarded_cell_runs_as_the_cell_itself(shell, capsys):
+    result = run(
+        shell, "%%gpuguard --interval 0.05\nimport time\ntime.sleep(0.2)\nanswer = 6 * 7\nanswer"
+    )
+    assert result.success
+    assert result.result == 42
+    assert shell.user_ns["answer"] == 42
+    out = capsys.readouterr().out
+    assert "ipy_gpuguard · finished" in out
+    assert "GPU 0 · Simulated GPU (8.00 GiB): peak" in out
+    assert guard_threads() == []
+
+
+def test_a_failing_cell_fails_as_without_the_magic(shell, capsys):
+    cell = "%%gpuguard\ndef f():\n    raise ValueError('boom')\nf()\n"
+    result = run(shell, cell)
+    out = capsys.readouterr().out
+    assert not result.success
+    assert isinstance(result.error_in_exec, ValueError)
+    assert out.count("Traceback (most recent call last)") == 1
+    # the cell's own number, and line numbers as the cell shows them (line 1 is %%gpuguard)
+    assert f"In[{result.execution_count}], line 4" in out
+    assert "ValueError: boom" in out
+    assert "ipy_gpuguard" not in out.split("ValueError: boom")[0]  # no guard frame in the traceback
+    # %debug reaches the user's frames
+    assert sys.last_value is result.error_in_exec
+    frames = []
+    tb = sys.last_traceback
+    while tb:
+        frames.append(tb.tb_frame.f_code.co_name)
+        tb = tb.tb_next
+    assert frames[-1] == "f"
+
+
+def test_keyboard_interrupt_passes_through_untouched(shell, capsys):
+    result = run(shell, "%%gpuguard\nraise KeyboardInterrupt")
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    assert "KeyboardInterrupt" in capsys.readouterr().out
+    assert guard_threads() == []
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            "--intervl 1",
+            "%%gpuguard: unrecognized arguments: --intervl 1 (see %%gpuguard? for the options)",
+        ),
+        ("--interval fast", "argument --interval: invalid float value: 'fast'"),
+        ("--interval 0", "the interval must be at least 0.05 seconds"),
+        ("--devices a,b", "'a,b' is not a list of device indices like 0 or 0,1"),
+        ("--devices 3", "no device 3: the visible devices are 0"),
+        ("--timeout 0", "--timeout is the number of seconds without progress"),
+        ("--timeout soon", "argument --timeout: invalid float value: 'soon'"),
+        ("--on-hang explode", "argument --on-hang: invalid choice: 'explode'"),
+    ],
+)
+def test_a_wrong_option_is_one_line_and_the_cell_does_not_run(shell, capsys, line, message):
+    shell.user_ns.pop("ran", None)
+    result = run(shell, f"%%gpuguard {line}\nran = True")
+    out = capsys.readouterr()
+    assert not result.success
+    assert "ran" not in shell.user_ns
+    text = out.out + out.err
+    assert message in text
+    assert "Traceback" not in text
+    assert len([line for line in text.splitlines() if line.strip()]) == 1
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("frobnicate", "%gpuguard: argument command: invalid choice: 'frobnicate'"),
+        ("simulate 8 gigs", "%gpuguard: unrecognized arguments: gigs"),
+        ("simulate 8XB", "%gpuguard simulate: '8XB' is not a size like 8GiB"),
+        ("simulate", "%gpuguard simulate needs sizes like 8GiB"),
+        ("status now", "%gpuguard status takes no value"),
+    ],
+)
+def test_line_magic_mistakes_are_one_line(shell, capsys, line, message):
+    result = run(shell, f"%gpuguard {line}")
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert not result.success
+    assert message in text
+    assert "Traceback" not in text
+
+
+def test_status_names_the_source_devices_and_settings(shell, capsys):
+    run(shell, "%config GPUGuard.interval = 0.25")
+    run(shell, "%gpuguard status")
+    out = capsys.readouterr().out
+    assert "telemetry: simulated" in out
+    assert "GPU 0 · Simulated GPU (8.00 GiB) · 8.00 GiB" in out
+    assert "interval 0.25 s" in out
+    assert "GPU watchdog: not read for simulated devices" in out
+    assert "stall watchdog: limit adaptive · first step up to 120 s · on hang report" in out
+
+
+def test_status_shows_each_gpus_watchdog(shell, capsys):
+    from ipy_gpuguard.watchdog import SystemTimeoutProbe
+
+    from ..watchdog.fakes import NVML_DRIVER_WDDM, fake_nvml
+
+    guard_magics(shell).session.timeout_probe = SystemTimeoutProbe(
+        platform="win32",
+        read_registry=lambda: {"TdrDelay": 5},
+        nvml=fake_nvml(NVML_DRIVER_WDDM, display_active=False),
+    )
+    guard_magics(shell).session.config.timeout = 60
+    run(shell, "%gpuguard status")
+    out = capsys.readouterr().out
+    assert (
+        "GPU 0 · watchdog on: Windows resets this WDDM GPU when one piece of work runs past 5 s"
+        in out
+    )
+    assert "stall watchdog: limit 60 s" in out
+
+
+def test_a_wrong_watchdog_setting_says_what_is_wanted():
+    from traitlets import TraitError
+
+    from ipy_gpuguard.shell.config import GPUGuard
+
+    with pytest.raises(TraitError, match=r"GPUGuard\.timeout: --timeout is the number of seconds"):
+        GPUGuard(timeout=-3)
+    with pytest.raises(TraitError, match="'panic'"):
+        GPUGuard(on_hang="panic")
+    assert GPUGuard(on_hang="Interrupt").on_hang == "interrupt"
+
+
+def test_simulate_switches_devices(shell, capsys):
+    run(shell, "%gpuguard simulate 8GiB,16GiB")
+    assert "simulated devices on: 8.00 GiB, 16.0 GiB" in capsys.readouterr().out
+    run(shell, "%gpuguard status")
+    assert "GPU 1 · Simulated GPU (16.0 GiB)" in capsys.readouterr().out
+    run(shell, "%gpuguard simulate off")
+    run(shell, "%gpuguard status")
+    assert "telemetry: none · no GPU telemetry: NVML library not found" in capsys.readouterr().out
+
+
+def test_without_telemetry_the_cell_runs_and_the_summary_says_why(shell, capsys):
+    run(shell, "%gpuguard simulate off")
+    capsys.readouterr()
+    result = run(shell, "%%gpuguard\nvalue = 1 + 1")
+    assert result.success
+    assert shell.user_ns["value"] == 2
+    out = capsys.readouterr().out
+    assert "no GPU telemetry: NVML library not found" in out
+
+
+def test_help_documents_the_options(shell):
+    cell_help = guard_magics(shell).gpuguard_cell.__doc__
+    assert "--interval SECONDS" in cell_help
+    assert "--no-panel" in cell_help
+    assert "--timeout SECONDS" in cell_help
+    assert "--on-hang {report,interrupt}" in cell_help
+    assert "ipy_gpuguard.heartbeat()" in cell_help
+    assert "Run a cell under the GPU guard" in cell_help
+    assert "simulate" in guard_magics(shell).gpuguard_line.__doc__
+
+
+def test_no_panel_shows_no_summary(shell, capsys):
+    result = run(shell, "%%gpuguard --no-panel\nx = 1")
+    assert result.success
+    assert "ipy_gpuguard" not in capsys.readouterr().out
+
+
+def test_other_cell_magics_and_top_level_await_keep_working(shell):
+    assert run(shell, "%%gpuguard\n%%capture captured\nprint('inside')").success
+    assert shell.user_ns["captured"].stdout == "inside\n"
+    result = run(shell, "%%gpuguard\nimport asyncio\nawaited = await asyncio.sleep(0, result=3)")
+    assert result.success
+    assert shell.user_ns["awaited"] == 3
+
+
+def test_called_as_a_cell_magic_it_still_guards(shell, capsys):
+    shell.run_cell_magic("gpuguard", "--interval 0.1", "through_magic = 5")
+    assert shell.user_ns["through_magic"] == 5
+    assert "ipy_gpuguard · finished" in capsys.readouterr().out
+
+
+class BrokenBackend:
+    kind = "nvml"
+    summary = "broken"
+
+    def devices(self):
+        raise RuntimeError("driver went away")
+
+    def close(self):
+        pass
+
+
+def test_a_guard_that_fails_to_start_still_runs_the_cell(shell, capsys):
+    session = guard_magics(shell).session
+    session._reset_backend()
+    session._open_telemetry = lambda _spec: BrokenBackend()
+    result = run(shell, "%%gpuguard\nsurvived = 'yes'\nraise NameError('mine')")
+    captured = capsys.readouterr()
+    assert shell.user_ns["survived"] == "yes"
+    assert isinstance(result.error_in_exec, NameError)
+    assert captured.out.count("Traceback") == 1
+    assert "NameError: mine" in captured.out
+    assert captured.err.strip() == (
+        "ipy_gpuguard: the guard failed to start (RuntimeError: driver went away); the cell runs unguarded"
+    )
+
+
+def test_a_guard_that_fails_to_finish_leaves_the_result_standing(shell, capsys, monkeypatch):
+    session = guard_magics(shell).session
+    finish = session.end
+
+    def finish_then_fail(key):
+        finish(key)
+        raise OSError("display went away")
+
+    monkeypatch.setattr(session, "end", finish_then_fail)
+    result = run(shell, "%%gpuguard\n40 + 2")
+    assert result.success
+    assert result.result == 42
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err
+    assert captured.err.strip() == (
+        "ipy_gpuguard: the guard failed to finish (OSError: display went away); "
+        "the cell's own result stands"
+    )
+    assert guard_threads() == []
+    monkeypatch.undo()  # let the fixture unload the extension through the real session
+
+
+def test_a_bad_gpuguard_simulate_is_one_clear_line_and_the_cell_runs(shell, capsys, monkeypatch):
+    shell.run_line_magic("unload_ext", "ipy_gpuguard")
+    monkeypatch.setenv("GPUGUARD_SIMULATE", "8 gigs")
+    shell.run_line_magic("load_ext", "ipy_gpuguard")
+    result = run(shell, "%%gpuguard\nvalue = 3")
+    assert result.success
+    assert shell.user_ns["value"] == 3
+    out = capsys.readouterr().out
+    (line,) = [line for line in out.splitlines() if "8 gigs" in line]
+    assert "simulated devices '8 gigs' were not started" in line
+    assert "write it like 8GiB or 8GiB,16GiB" in line
+    assert "Traceback" not in out
+
+
+def test_transformer_blanks_the_guard_line_and_keeps_a_following_cell_magic_first(shell):
+    assert shell.transform_cell("%%gpuguard --interval 1\nx = 1\n") == "\nx = 1\n"
+    assert shell.transform_cell("%%gpuguard\n%%time\nx = 1\n") == (
+        "get_ipython().run_cell_magic('time', '', 'x = 1\\n')\n"
+    )
+    assert shell.transform_cell("%%gpuguardian\nx = 1\n").startswith(
+        "get_ipython().run_cell_magic('gpuguardian'"
+    )
+
+
+def test_a_terminal_waits_for_a_blank_line_as_for_any_cell_magic(shell):
+    check = shell.input_transformer_manager.check_complete
+    assert check("%%gpuguard\nx = 1") == check("%%time\nx = 1") == ("incomplete", 0)
+    assert check("%%gpuguard\nx = 1\n\n") == ("complete", None)

@@ -1,0 +1,131 @@
+"""A failed guarded cell in a real shell: the user's traceback, then the card, freed memory,
+the incident log, ``%gpuguard history``; and the guard's own failure as one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ..conftest import guard_magics
+from ..oom_cells import keras_fit_oom
+
+ROOT = Path(__file__).parent.parent
+
+
+@pytest.fixture
+def incident_log(shell, tmp_path):
+    path = tmp_path / "incidents.jsonl"
+    shell.run_line_magic("config", f"GPUGuard.incident_log = {str(path)!r}")
+    return path
+
+
+def test_a_real_keras_oom_shows_the_traceback_then_the_card(shell, incident_log, capsys):
+    result = shell.run_cell("%%gpuguard --interval 0.1\n" + keras_fit_oom(jit_compile=False))
+    out = capsys.readouterr().out
+    assert type(result.error_in_exec).__name__ == "ResourceExhaustedError"
+    traceback_at, card_at = out.index("ResourceExhaustedError"), out.index("[oom.tf.tensor]")
+    assert traceback_at < card_at  # the card comes under the user's own traceback
+    card = out[card_at:]
+    assert "tensor shape" in card
+    assert "[32, 1073741824]" in card
+    assert "dtype                            float" in card
+    assert "allocation that failed           128 GiB" in card
+    assert "device                           CPU:0" in card
+    assert "%debug has nothing to inspect" in card
+    assert sys.last_value is None  # freed: %debug's reference is gone
+    (incident,) = [json.loads(line) for line in incident_log.read_text().splitlines()]
+    assert incident["rule_id"] == "oom.tf.tensor"
+    assert incident["facts"]["shape"] == [32, 1073741824]
+    assert incident["outcome"] == "freed memory"
+    assert guard_magics(shell).session.last_failure.value == "oom"
+
+    shell.run_line_magic("gpuguard", "history")
+    history = capsys.readouterr().out
+    assert "oom.tf.tensor" in history
+    assert "1 incidents from" in history
+
+
+def test_a_plain_python_error_gets_no_card_and_no_incident(shell, incident_log, capsys):
+    result = shell.run_cell("%%gpuguard\nmodle.fit()")
+    out = capsys.readouterr().out
+    assert type(result.error_in_exec) is NameError
+    assert "NameError" in out
+    assert "ipy_gpuguard · finished" in out
+    assert "What to do" not in out
+    assert not incident_log.exists()
+
+
+def test_the_guards_own_failure_in_diagnosis_is_one_line(shell, incident_log, capsys, monkeypatch):
+    def broken(*args, **kwargs):
+        raise ValueError("rule catalog unreadable")
+
+    monkeypatch.setattr("ipy_gpuguard.shell.remediation.diagnose", broken)
+    result = shell.run_cell(
+        "%%gpuguard\nimport tensorflow as tf\nraise tf.errors.ResourceExhaustedError(None, None, 'OOM when allocating tensor')"
+    )
+    captured = capsys.readouterr()
+    assert type(result.error_in_exec).__name__ == "ResourceExhaustedError"
+    assert "ResourceExhaustedError" in captured.out
+    assert "OOM when allocating tensor" in captured.out
+    guard_lines = [line for line in captured.err.splitlines() if line.strip()]
+    assert guard_lines == [
+        "ipy_gpuguard: the guard failed to diagnose (ValueError: rule catalog unreadable); "
+        "the traceback above is the cell's own"
+    ]
+
+
+def test_history_of_an_empty_log_says_so(shell, incident_log, capsys):
+    shell.run_line_magic("gpuguard", "history 5")
+    assert "no incidents recorded yet" in capsys.readouterr().out
+
+
+SCRIPT = """
+import json, sys
+from IPython.core.interactiveshell import InteractiveShell
+sys.path.insert(0, {root!r})
+from tests.oom_cells import keras_fit_oom
+shell = InteractiveShell.instance()
+shell.run_line_magic("load_ext", "ipy_gpuguard")
+shell.run_line_magic("config", "GPUGuard.incident_log = {log!r}")
+result = shell.run_cell("%%gpuguard --interval 0.1\\n" + keras_fit_oom(jit_compile={jit}))
+print("ERROR-TYPE", type(result.error_in_exec).__name__)
+"""
+
+
+@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+def test_a_real_keras_oom_with_and_without_xla_in_a_fresh_process(tmp_path, jit_compile):
+    """A fresh process, so that TensorFlow's CPU allocator counts bytes (BFC on) and XLA's
+    allocation failure is whole: the card then also says what freeing reclaimed."""
+    log = tmp_path / "incidents.jsonl"
+    env = {
+        **os.environ,
+        "GPUGUARD_SIMULATE": "8GiB",
+        "TF_CPU_ALLOCATOR_USE_BFC": "true",
+        "TF_CPP_MIN_LOG_LEVEL": "0",
+    }
+    script = textwrap.dedent(SCRIPT).format(root=str(ROOT), log=str(log), jit=jit_compile)
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=240
+    )
+    assert "ERROR-TYPE ResourceExhaustedError" in run.stdout, run.stderr[-3000:]
+    (incident,) = [json.loads(line) for line in log.read_text().splitlines()]
+    card = run.stdout[run.stdout.index("ipy_gpuguard · Out of") :]
+    if jit_compile:
+        # XLA's message names only the bytes; the CPU allocator's log line names the device
+        assert incident["rule_id"] == "oom.xla"
+        assert incident["facts"]["requested_bytes"] > 128 * 1024**3
+        assert incident["facts"]["device"] == "CPU:0"
+    else:
+        assert incident["rule_id"] == "oom.tf.tensor"
+        assert incident["facts"]["shape"] == [32, 2**30]
+        assert incident["facts"]["dtype"] == "float"
+        assert incident["facts"]["requested_bytes"] == 32 * 2**30 * 4
+        assert incident["facts"]["device"] == "CPU:0"
+    assert "Freed " in card  # the allocator was measured before and after freeing
+    assert "Out of CPU memory" in card
