@@ -23,6 +23,8 @@ TF_PIP = "https://www.tensorflow.org/install/pip"
 
 #: The step that sends a person to ``%gpuguard doctor``, which the doctor itself leaves out.
 SEE_DOCTOR = "%gpuguard doctor checks all of this."
+#: What to do when steps come near the GPU's own timeout (TDR), most effective first.
+STEP_TIMEOUT_REMEDIES = ("smaller_work", "tcc_mode", "tdr_registry")
 
 _CATALOG = (
     Remedy(

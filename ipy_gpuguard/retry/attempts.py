@@ -42,7 +42,7 @@ class RunOutcome:
 
 @dataclass(frozen=True)
 class Attempt:
-    """One attempt, for the card: its size, how it ended, and the cell's changed lines."""
+    """One attempt: its size, how it ended, and the cell it ran (with its edits)."""
 
     size: int
     outcome: RunOutcome

@@ -58,14 +58,17 @@ class LiveCard:
     def retry(
         self, size: int | None, runs: int, find_max: bool, around: AroundRun | None
     ) -> Attempt | None:
-        """Attempt once at ``size`` (``None``: the next size), or search by itself for ``runs``
-        attempts; the card shows each attempt, then the verdict."""
+        """Attempt once at ``size``, or (``size`` ``None``) by itself up to ``runs`` times, a
+        search for the largest size that fits with ``find_max``; the card shows each attempt.
+
+        The failure's memory is freed first if it was not yet: its traceback pins its tensors.
+        """
         request = self.parts.request
         assert request is not None
         assert request.retry is not None
         retry = request.retry
         if self.parts.reclaimed is None and self.free_memory is not None:
-            self.free()  # the failed cell's traceback still pins its tensors
+            self.free()
         self.parts = replace(self.parts, running=True)
         self.display.progress(self.card, "")  # the buttons say a retry is running
         run_around = around or self.display.around
@@ -78,8 +81,7 @@ class LiveCard:
         try:
             if size is not None:
                 last: Attempt | None = retry.attempt(size, run_around)
-                assert last is not None
-                report(last)
+                report(retry.attempts[-1])
             else:
                 last = retry.auto(runs, find_max, report, run_around)
         finally:

@@ -77,19 +77,25 @@ class KernelStateFile:
         self, sample: Sample, devices: tuple[DeviceInfo, ...], progress: ProgressSnapshot
     ) -> None:
         """From the sampler's thread: the latest sample and progress, at most once a second."""
-        last_step_at = None
-        if progress.steps:
-            last_step_at = self._clock() - (self._monotonic() - progress.last_progress_at)
         self._update(
-            force=False,
-            devices=device_states(sample, devices),
-            phase=progress.phase,
-            step=progress.steps,
-            last_step_at=last_step_at,
+            force=False, devices=device_states(sample, devices), **self._progress(progress)
         )
 
-    def cell_ended(self, outcome: str, rule_id: str | None) -> None:
-        self._update(force=True, running=False, outcome=outcome, last_rule_id=rule_id)
+    def cell_ended(self, outcome: str, rule_id: str | None, progress: ProgressSnapshot) -> None:
+        """The cell's outcome (``ok``, ``error``, ``fixed``) and its final progress."""
+        self._update(
+            force=True,
+            running=False,
+            outcome=outcome,
+            last_rule_id=rule_id,
+            **self._progress(progress),
+        )
+
+    def _progress(self, progress: ProgressSnapshot) -> dict[str, object]:
+        last_step_at = None
+        if progress.steps:  # the recorder's clock is monotonic: give the wall-clock time
+            last_step_at = self._clock() - (self._monotonic() - progress.last_progress_at)
+        return {"phase": progress.phase, "step": progress.steps, "last_step_at": last_step_at}
 
     def remove(self) -> None:
         try:

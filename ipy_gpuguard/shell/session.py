@@ -210,8 +210,8 @@ class GuardSession:
 
     def ended(self, outcome: str, rule_id: str | None = None) -> None:
         """Record how the guarded cell ended in the kernel's state file."""
-        if self.state_file is not None and not self.recording_attempt:
-            self.state_file.cell_ended(outcome, rule_id)
+        if self.state_file is not None and self.last_run is not None:
+            self.state_file.cell_ended(outcome, rule_id, self.last_run.steps.snapshot())
 
     def remediate(
         self, finished: FinishedCell, error: BaseException, execution_count: int | None = None

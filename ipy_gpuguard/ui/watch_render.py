@@ -10,14 +10,15 @@ import statistics
 from html import escape
 
 from ..diagnosis import REMEDIES
+from ..diagnosis.remedies import STEP_TIMEOUT_REMEDIES
 from ..watchdog import RAISED, SIGNALLED, STUCK, ProgressSnapshot, Stall, ThreadStack
+from ..watchdog.judgement import BUSY, IDLE, gpu_state
 from .view import PanelView, WatchView
 
-#: Utilisation during a stall at or above which the GPU is busy in one long kernel, and at or
-#: below which it is waiting for work (percent).
-BUSY_PERCENT, IDLE_PERCENT = 90, 10
-#: The catalog's remedies for steps near the GPU's timeout, in the order the panel lists them.
-TIMEOUT_REMEDIES = ("smaller_work", "tcc_mode", "tdr_registry")
+_MEANINGS = {
+    BUSY: " (busy: one very long GPU kernel, or a GPU stuck in one)",
+    IDLE: " (idle: the GPU is waiting, for the input pipeline or a lock)",
+}
 _AMBER = "#b26a00"
 
 
@@ -132,7 +133,7 @@ def timeout_warning_html(warning: str) -> str:
     """The TDR warning with the catalog's remedies for it."""
     remedies = "".join(
         f"<li><b>{escape(REMEDIES[remedy].title)}</b>: {escape(REMEDIES[remedy].why)}</li>"
-        for remedy in TIMEOUT_REMEDIES
+        for remedy in STEP_TIMEOUT_REMEDIES
     )
     return (
         f'<div class="ipy-gpuguard-tdr" style="color:{_AMBER}"><b>{escape(warning)}</b>'
@@ -141,7 +142,7 @@ def timeout_warning_html(warning: str) -> str:
 
 
 def timeout_warning_lines(warning: str) -> list[str]:
-    return [warning, *(f"  - {REMEDIES[remedy].title}" for remedy in TIMEOUT_REMEDIES)]
+    return [warning, *(f"  - {REMEDIES[remedy].title}" for remedy in STEP_TIMEOUT_REMEDIES)]
 
 
 def summary_lines(view: PanelView) -> list[str]:
@@ -205,8 +206,5 @@ def _position_text(stall: Stall) -> str:
 
 
 def _meaning(percent: float) -> str:
-    if percent >= BUSY_PERCENT:
-        return " (busy: one very long GPU kernel, or a GPU stuck in one)"
-    if percent <= IDLE_PERCENT:
-        return " (idle: the GPU is waiting, for the input pipeline or a lock)"
-    return ""
+    state = gpu_state(percent)
+    return _MEANINGS[state] if state is not None else ""

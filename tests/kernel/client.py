@@ -7,9 +7,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
-from jupyter_client.manager import start_new_kernel
+from jupyter_client.manager import KernelManager, start_new_kernel
 
 
 @dataclass
@@ -41,14 +42,37 @@ class Execution:
 
 
 @contextmanager
-def kernel(**env: str) -> Iterator[Any]:
-    manager, client = start_new_kernel(kernel_name="python3", env={**os.environ, **env})
+def kernel(connection_file: str | None = None, **env: str) -> Iterator[Any]:
+    """A kernel with ``env``; ``connection_file`` names its connection file as Jupyter's server
+    does (``kernel-<id>.json``), which is where the kernel reads its id from."""
+    if connection_file is None:
+        manager, client = start_new_kernel(kernel_name="python3", env={**os.environ, **env})
+    else:
+        manager = KernelManager(kernel_name="python3", connection_file=connection_file)
+        manager.start_kernel(env={**os.environ, **env})
+        client = manager.client()
+        client.start_channels()
+        client.wait_for_ready(timeout=60)
     client.manager = manager  # for interrupts, as the stop button sends them
     try:
         yield client
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
+
+
+@contextmanager
+def keras_kernel(data_dir: Path, **env: str) -> Iterator[Any]:
+    """A kernel for real Keras out-of-memory cells on a simulated GPU, the extension loaded."""
+    with kernel(
+        GPUGUARD_SIMULATE="8GiB",
+        TF_ENABLE_ONEDNN_OPTS="0",
+        TF_CPP_MIN_LOG_LEVEL="2",
+        JUPYTER_DATA_DIR=str(data_dir),
+        **env,
+    ) as client:
+        assert execute(client, "%load_ext ipy_gpuguard").status == "ok"
+        yield client
 
 
 def execute(client: Any, code: str, timeout: float = 120) -> Execution:
@@ -93,6 +117,11 @@ def click(client: Any, comm_id: str, timeout: float = 60) -> list[dict[str, Any]
     content = {"comm_id": comm_id, "data": {"method": "custom", "content": {"event": "click"}}}
     message = client.session.msg("comm_msg", content)
     client.shell_channel.send(message)
+    return caused_by(client, message, timeout)
+
+
+def caused_by(client: Any, message: dict[str, Any], timeout: float = 60) -> list[dict[str, Any]]:
+    """The iopub messages a message sent on the shell channel caused, up to the idle status."""
     caused = []
     while True:
         msg = client.get_iopub_msg(timeout=timeout)

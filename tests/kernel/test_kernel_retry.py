@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ..oom_cells import keras_fit_cliff
-from .client import click, evaluate, execute, kernel, widget_states
+from .client import click, evaluate, execute, keras_kernel, widget_states
 
 pytestmark = pytest.mark.kernel
 
@@ -22,13 +22,7 @@ def state_updates(messages, comm_id):
 
 
 def test_the_retry_button_reruns_the_cell_with_a_smaller_batch_and_reports_success(tmp_path):
-    with kernel(
-        GPUGUARD_SIMULATE="8GiB",
-        TF_ENABLE_ONEDNN_OPTS="0",
-        TF_CPP_MIN_LOG_LEVEL="2",
-        JUPYTER_DATA_DIR=str(tmp_path),
-    ) as client:
-        assert execute(client, "%load_ext ipy_gpuguard").status == "ok"
+    with keras_kernel(tmp_path) as client:
         failed = execute(client, "%%gpuguard\n" + keras_fit_cliff(256, 100), timeout=240)
         assert failed.status == "error"
         assert failed.reply["content"]["ename"] == "ResourceExhaustedError"

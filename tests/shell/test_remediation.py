@@ -12,8 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from ipy_gpuguard.protocol import to_json
+
 from ..conftest import guard_magics
 from ..oom_cells import keras_fit_oom
+from ..protocol.validate import assert_valid
 
 ROOT = Path(__file__).parent.parent
 
@@ -43,7 +46,9 @@ def test_a_real_keras_oom_shows_the_traceback_then_the_card(shell, incident_log,
     assert incident["rule_id"] == "oom.tf.tensor"
     assert incident["facts"]["shape"] == [32, 1073741824]
     assert incident["outcome"] == "freed memory"
-    assert guard_magics(shell).session.last_failure.value == "oom"
+    session = guard_magics(shell).session
+    assert session.last_failure.value == "oom"
+    assert_valid("Card", to_json(session.cards.get(session.last_retry_card).card))
 
     shell.run_line_magic("gpuguard", "history")
     history = capsys.readouterr().out
@@ -95,6 +100,9 @@ shell.run_line_magic("load_ext", "ipy_gpuguard")
 shell.run_line_magic("config", "GPUGuard.incident_log = {log!r}")
 result = shell.run_cell("%%gpuguard --interval 0.1\\n" + keras_fit_oom(jit_compile={jit}))
 print("ERROR-TYPE", type(result.error_in_exec).__name__)
+from ipy_gpuguard.protocol import to_json
+session = shell.magics_manager.registry["GPUGuardMagics"].session
+print("CARD-JSON", json.dumps(to_json(session.cards.get(session.last_retry_card).card)))
 """
 
 
@@ -115,6 +123,8 @@ def test_a_real_keras_oom_with_and_without_xla_in_a_fresh_process(tmp_path, jit_
     )
     assert "ERROR-TYPE ResourceExhaustedError" in run.stdout, run.stderr[-3000:]
     (incident,) = [json.loads(line) for line in log.read_text().splitlines()]
+    (card_json,) = [line for line in run.stdout.splitlines() if line.startswith("CARD-JSON ")]
+    assert_valid("Card", json.loads(card_json.removeprefix("CARD-JSON ")))
     card = run.stdout[run.stdout.index("ipy_gpuguard · Out of") :]
     if jit_compile:
         # XLA's message names only the bytes; the CPU allocator's log line names the device

@@ -1,0 +1,106 @@
+"""The dispatcher of card actions: by id, with a reason for every refusal, live cards bounded."""
+
+from __future__ import annotations
+
+from ipy_gpuguard.diagnosis import Context, diagnose
+from ipy_gpuguard.protocol import (
+    APPLY_TO_CELL,
+    FREE_MEMORY,
+    RETRY,
+    Action,
+    ActionArgs,
+    parse_action,
+)
+from ipy_gpuguard.retry import RetrySettings, RunOutcome, plan_retry
+from ipy_gpuguard.shell.actions import MAX_LIVE_CARDS, CardActions, LiveCard
+from ipy_gpuguard.shell.card_data import CardParts, base_card
+from ipy_gpuguard.shell.reclaim import Reclaimed
+
+OOM = "ResourceExhaustedError: OOM when allocating tensor with shape[256,1024]"
+CELL = "model.fit(x, y, batch_size=256)\n"
+
+
+class Shown:
+    """A display that remembers what it was asked to show."""
+
+    def __init__(self):
+        self.messages, self.frozen = [], False
+
+    def show(self, card, message=""):
+        self.messages.append(message)
+
+    def progress(self, card, line):
+        self.messages.append(line)
+
+    def around(self, run):
+        return run()
+
+    def freeze(self, card):
+        self.frozen = True
+
+
+def live_card(card_id="c1", fits_below=200):
+    diagnosis = diagnose(OOM, Context())
+
+    def run(rewritten):
+        size = int(rewritten.source.split("batch_size=")[1].split(")")[0])
+        if size < fits_below:
+            return RunOutcome(finished=True)
+        return RunOutcome(finished=True, error="OOM", out_of_memory=True, allocator_after_bytes=0)
+
+    request = plan_retry(CELL, RetrySettings(), diagnosis, 1, {}, (2**33,), 0, None, run)
+    base = base_card(diagnosis, card_id, (), (), "cell-1", 1)
+    parts = CardParts(None, request, can_free_memory=True)
+    return LiveCard(base, parts, Shown(), lambda: Reclaimed(0, 10, 0, 2))
+
+
+def test_a_retry_by_id_runs_frees_first_and_answers_with_the_card():
+    actions = CardActions()
+    live = live_card()
+    actions.add(live)
+    result = actions.act(parse_action({"action": "retry", "card": "c1", "args": {}}))
+    assert result.ok
+    assert result.message.startswith("Fixed: batch size 128 fits")
+    assert result.card.reclaimed.freed_bytes == 10  # the failure's memory was freed first
+    assert live.display.messages[-1] == result.message
+
+
+def test_every_refusal_says_why():
+    actions = CardActions()
+    actions.add(live_card())
+    unknown = actions.act(Action(RETRY, "nope"))
+    assert not unknown.ok
+    assert "can no longer act" in unknown.message
+    not_offered = actions.act(Action(APPLY_TO_CELL, "c1"))
+    assert not not_offered.ok
+    assert not_offered.message.startswith("apply_to_cell is not offered on this card")
+
+
+def test_after_a_fix_the_frontend_is_told_to_apply_it_and_the_kernel_does_not():
+    actions = CardActions()
+    actions.add(live_card())
+    actions.act(Action(RETRY, "c1", ActionArgs(32)))
+    applied = actions.act(Action(APPLY_TO_CELL, "c1"))
+    assert applied.ok
+    assert applied.message == "Apply 32 to the cell: carried out by the frontend"
+    assert applied.card.batch_edit.edits[0].new_text == "32"
+
+
+def test_free_memory_says_what_came_back():
+    actions = CardActions()
+    actions.add(live_card())
+    result = actions.act(Action(FREE_MEMORY, "c1"))
+    assert result.ok
+    assert result.message.startswith("Freed 10 B")
+
+
+def test_only_the_last_cards_stay_live_and_older_ones_freeze():
+    actions = CardActions()
+    cards = [live_card(f"c{n}") for n in range(MAX_LIVE_CARDS + 3)]
+    for live in cards:
+        actions.add(live)
+    assert len(actions) == MAX_LIVE_CARDS
+    assert [live.display.frozen for live in cards[:4]] == [True, True, True, False]
+    assert actions.get("c0") is None
+    actions.freeze_all()
+    assert all(live.display.frozen for live in cards)

@@ -1,0 +1,87 @@
+"""Every card the guard can show is valid against the shipped schema: one for each case of the
+error corpus, and for out-of-memory cases the card again after retries of every outcome."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ipy_gpuguard.diagnosis import Context, Kind, diagnose
+from ipy_gpuguard.protocol import to_json
+from ipy_gpuguard.retry import RetrySettings, RunOutcome, plan_retry
+from ipy_gpuguard.shell.card_data import CardParts, base_card, with_parts
+
+from ..protocol.validate import assert_valid
+
+CORPUS = Path(__file__).parent.parent / "data" / "errors"
+CASES = sorted(CORPUS.glob("*/*.txt"))
+CELL = "%%gpuguard\nBATCH = 256  # size\nmodel.fit(x, y, batch_size=BATCH)\n"
+GIB = 2**30
+
+
+def card_for(text: str, request=None):
+    diagnosis = diagnose(text, Context(watchdog_interrupted=True))
+    base = base_card(diagnosis, "c1", (), ("a note",), "cell-1", 3)
+    return diagnosis, with_parts(base, CardParts(None, request, can_free_memory=True))
+
+
+def request_for(diagnosis, fits_below: int, held_bytes: int = 0):
+    def run(rewritten):
+        size = int(rewritten.source.split("BATCH = ")[1].split()[0])
+        if size < fits_below:
+            return RunOutcome(finished=True, peak_bytes=size * 2**20)
+        return RunOutcome(
+            finished=True,
+            error="ResourceExhaustedError: OOM",
+            out_of_memory=True,
+            allocator_after_bytes=held_bytes,
+        )
+
+    return plan_retry(CELL, RetrySettings(), diagnosis, 3, {}, (8 * GIB,), 0, None, run)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: f"{case.parent.name}/{case.stem}")
+def test_the_card_of_each_corpus_case_is_valid(case):
+    diagnosis, card = card_for(case.read_text())
+    if diagnosis.kind is Kind.UNKNOWN:
+        return  # no card is shown for what no rule recognises
+    assert_valid("Card", to_json(card))
+    if diagnosis.kind is not Kind.OUT_OF_MEMORY:
+        return
+    for fits_below, held in ((100, 0), (1, 0), (100, 4 * GIB)):
+        request = request_for(diagnosis, fits_below, held)
+        assert request.retry is not None
+        request.retry.auto(12, find_max=True, report=lambda attempt: None)
+        _, card = card_for(case.read_text(), request)
+        data = to_json(card)
+        assert_valid("Card", data)
+        assert data["retry"]["verdict"] is not None
+
+
+def test_the_batch_edit_is_what_a_frontend_writes_into_the_cell():
+    diagnosis = diagnose("ResourceExhaustedError: OOM when allocating tensor", Context())
+    request = request_for(diagnosis, fits_below=100)
+    request.retry.auto(12, find_max=True, report=lambda attempt: None)
+    _, card = card_for("ResourceExhaustedError: OOM when allocating tensor", request)
+    edit = card.batch_edit
+    assert card.retry.verdict.state == "fixed"
+    assert edit.batch_size == card.retry.verdict.batch_size
+    (change,) = edit.edits
+    assert (change.line, change.column, change.old_text) == (2, 8, "256")
+    written = CELL[: change.start] + change.new_text + CELL[change.end :]
+    assert f"BATCH = {edit.batch_size}  # size" in written
+    apply = next(offer for offer in card.actions if offer.action == "apply_to_cell")
+    assert apply.label == f"Apply {edit.batch_size} to the cell"
+
+
+def test_a_card_whose_memory_did_not_come_back_offers_the_restart_not_a_retry():
+    diagnosis = diagnose("ResourceExhaustedError: OOM when allocating tensor", Context())
+    request = request_for(diagnosis, fits_below=1, held_bytes=4 * GIB)
+    request.retry.attempt(32)
+    _, card = card_for("ResourceExhaustedError: OOM when allocating tensor", request)
+    offers = {offer.action: offer for offer in card.actions}
+    assert card.retry.verdict.state == "memory_held"
+    assert not offers["retry"].enabled
+    assert "memory did not come back" in offers["retry"].reason
+    assert offers["restart_and_run_to_here"].enabled

@@ -1,0 +1,74 @@
+"""The kernel's state file: atomic, at most once a second while a cell runs, one warning line
+when it cannot be written."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+from ipy_gpuguard.protocol import RunningCell
+from ipy_gpuguard.shell.kernel_state import KernelStateFile, kernel_id_of, state_path
+from ipy_gpuguard.telemetry import DeviceInfo, DeviceReading, DeviceSample, Sample
+from ipy_gpuguard.watchdog import ProgressSnapshot
+
+from ..protocol.validate import assert_valid
+
+DEVICE = DeviceInfo(0, "Simulated GPU", 8 * 2**30, simulated=True)
+SAMPLE = Sample(1.0, (DeviceSample(0, DeviceReading(used_bytes=2**30, total_bytes=8 * 2**30)),))
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_the_kernel_id_comes_from_a_connection_file_named_as_jupyter_names_it():
+    assert kernel_id_of("/run/kernel-5f0c-11ee.json") == "5f0c-11ee"
+    assert kernel_id_of("/tmp/tmpab12.json") is None
+    assert state_path("/run", "k1").as_posix() == "/run/ipy_gpuguard/kernel-k1.json"
+
+
+def test_samples_are_written_at_most_once_a_second_and_the_end_always(tmp_path):
+    clock = Clock()
+    path = tmp_path / "ipy_gpuguard" / "kernel-k1.json"
+    state = KernelStateFile(path, "k1", clock=clock, monotonic=clock)
+    state.cell_started(RunningCell("cell-1", 4, "model.fit(x)"))
+    written = [json.loads(path.read_text())["updated_at"]]
+    for _ in range(30):  # 3 s of samples every 0.1 s
+        clock.now += 0.1
+        state.sampled(SAMPLE, (DEVICE,), ProgressSnapshot(steps=7, last_progress_at=clock.now))
+        at = json.loads(path.read_text())["updated_at"]
+        if at != written[-1]:
+            written.append(at)
+    assert [round(b - a, 6) for a, b in itertools.pairwise(written)] == [1.0, 1.0, 1.0]
+    clock.now += 0.01
+    state.cell_ended(
+        "fixed", "oom.tf.tensor", ProgressSnapshot(steps=9, last_progress_at=clock.now)
+    )
+    ended = json.loads(path.read_text())
+    assert_valid("KernelState", ended)
+    assert (ended["running"], ended["outcome"], ended["step"]) == (False, "fixed", 9)
+    assert ended["last_rule_id"] == "oom.tf.tensor"
+    assert ended["devices"][0]["used_bytes"] == 2**30
+    assert ended["cell"] == {
+        "cell_id": "cell-1",
+        "execution_count": 4,
+        "first_line": "model.fit(x)",
+    }
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left
+    state.remove()
+    assert not path.exists()
+
+
+def test_a_state_file_that_cannot_be_written_is_one_warning_line(tmp_path, capsys):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    state = KernelStateFile(blocker / "ipy_gpuguard" / "kernel-k1.json", "k1")
+    state.cell_started(RunningCell(None, None, "x"))
+    state.cell_ended("ok", None, ProgressSnapshot(steps=0, last_progress_at=0.0))
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("ipy_gpuguard: cannot write the kernel's state file")

@@ -1,0 +1,111 @@
+"""The house drawn from the code: its rooms, and which way the imports between them go."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import ipy_gpuguard
+
+PACKAGE = Path(ipy_gpuguard.__file__).parent
+#: The only modules at the top of the package; everything else lives in a room.
+TOP_LEVEL = {"__init__", "__main__", "_version", "cli"}
+ROOMS = {"shell", "retry", "protocol", "telemetry", "watchdog", "diagnosis", "ui", "doctor"}
+#: Rooms that import neither IPython nor widgets, and nothing of shell/ or ui/.
+PURE = {"protocol", "telemetry", "watchdog", "diagnosis", "retry"}
+
+
+def room_of(path: Path) -> str:
+    relative = path.relative_to(PACKAGE)
+    return relative.parts[0] if len(relative.parts) > 1 else relative.stem
+
+
+def imported_rooms(path: Path) -> set[str]:
+    """The package's rooms a module imports, at any depth of its code."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    here = path.relative_to(PACKAGE).parent.parts
+    rooms = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = list(here[: len(here) - node.level + 1])
+            target = [*base, *(node.module.split(".") if node.module else [])]
+            names = target or [alias.name for alias in node.names]
+            rooms.add(names[0])
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ipy_gpuguard."):
+            rooms.add(node.module.split(".")[1])
+    return rooms
+
+
+def third_party(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            modules.add(node.module.split(".")[0])
+    return modules
+
+
+def graph() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        room = room_of(path)
+        edges.setdefault(room, set()).update(imported_rooms(path) - {room})
+    return edges
+
+
+def test_the_top_level_holds_only_the_entry_points_and_the_rooms():
+    modules = {path.stem for path in PACKAGE.glob("*.py")}
+    packages = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
+    assert modules == TOP_LEVEL
+    assert packages == ROOMS
+
+
+def test_every_room_says_what_it_exports():
+    for room in ROOMS:
+        tree = ast.parse((PACKAGE / room / "__init__.py").read_text(encoding="utf-8"))
+        names = [
+            target.id
+            for node in tree.body
+            if isinstance(node, ast.Assign)
+            for target in node.targets
+            if isinstance(target, ast.Name)
+        ]
+        assert "__all__" in names, room
+
+
+def test_no_pure_room_imports_shell_ui_ipython_or_widgets():
+    edges = graph()
+    for room in PURE:
+        assert not edges[room] & {"shell", "ui"}, room
+        for path in (PACKAGE / room).rglob("*.py"):
+            assert not third_party(path) & {"IPython", "ipywidgets", "ipykernel"}, path
+
+
+def test_only_the_shell_touches_ipython():
+    for path in PACKAGE.rglob("*.py"):
+        if room_of(path) != "shell":
+            assert not third_party(path) & {"IPython", "ipykernel"}, path
+
+
+def test_the_protocol_imports_no_other_room():
+    assert graph()["protocol"] == set()
+
+
+def test_the_rooms_form_no_circle():
+    edges = {room: targets & ROOMS for room, targets in graph().items() if room in ROOMS}
+    visiting, done = set(), set()
+
+    def visit(room, path):
+        assert room not in visiting, " -> ".join([*path, room])
+        if room in done:
+            return
+        visiting.add(room)
+        for target in sorted(edges.get(room, ())):
+            visit(target, [*path, room])
+        visiting.discard(room)
+        done.add(room)
+
+    for room in sorted(edges):
+        visit(room, [])
