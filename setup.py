@@ -15,6 +15,7 @@ TEST = [
     "jupyter_client>=8",
     "nbclient>=0.10",
     "nbformat>=5.10",
+    "jsonschema>=4.18",  # the protocol's JSON Schema, checked as the TypeScript side will
     # A CPU build of TensorFlow: real Keras training and real allocator errors without a GPU.
     'tensorflow-cpu>=2.16; platform_system == "Linux" or platform_system == "Windows"',
     'tensorflow>=2.16; platform_system == "Darwin"',
@@ -28,6 +29,7 @@ setup(
     long_description_content_type="text/markdown",
     license="BSD-3-Clause",
     packages=find_packages(include=["ipy_gpuguard", "ipy_gpuguard.*"]),
+    package_data={"ipy_gpuguard.protocol": ["schema.json"]},
     python_requires=">=3.10",
     install_requires=[
         "ipython>=8.12",
