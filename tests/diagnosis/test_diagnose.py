@@ -5,10 +5,18 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-import tensorflow as tf
 
 from ipy_gpuguard import diagnose
 from ipy_gpuguard.diagnosis import Context, DeviceMemory, Kind
+
+
+@pytest.fixture(scope="module")
+def tf():
+    """Real TensorFlow errors, imported only by the tests that raise them."""
+    import tensorflow
+
+    return tensorflow
+
 
 OOM = (
     "OOM when allocating tensor with shape[256,1024,1024] and type half on "
@@ -26,7 +34,7 @@ def raised(make):
     raise AssertionError("nothing raised")
 
 
-def test_a_real_tensorflow_oom_error_gives_its_facts():
+def test_a_real_tensorflow_oom_error_gives_its_facts(tf):
     error = tf.errors.ResourceExhaustedError(None, None, OOM)
     diagnosis = diagnose(error, Context())
     assert diagnosis.rule_id == "oom.tf.tensor"
@@ -41,7 +49,7 @@ def test_a_real_tensorflow_oom_error_gives_its_facts():
     assert "[256, 1024, 1024]" in diagnosis.summary
 
 
-def test_the_cause_of_a_wrapping_error_is_read():
+def test_the_cause_of_a_wrapping_error_is_read(tf):
     def train():
         try:
             raise tf.errors.ResourceExhaustedError(None, None, OOM)
@@ -91,7 +99,7 @@ def test_keyboard_interrupt_is_not_diagnosed():
     assert diagnose(KeyboardInterrupt(), Context()).kind is Kind.UNKNOWN
 
 
-def test_the_native_log_explains_a_generic_framework_error():
+def test_the_native_log_explains_a_generic_framework_error(tf):
     error = tf.errors.InternalError(None, None, "Failed to create session.")
     log = (
         "2019-03-02 16:11:14.118217: E tensorflow/stream_executor/cuda/cuda_driver.cc:806] "
@@ -104,7 +112,7 @@ def test_the_native_log_explains_a_generic_framework_error():
     assert diagnosis.matched.endswith("CUDA_ERROR_OUT_OF_MEMORY: out of memory")
 
 
-def test_a_warning_at_import_does_not_outrank_the_error_itself():
+def test_a_warning_at_import_does_not_outrank_the_error_itself(tf):
     error = tf.errors.InvalidArgumentError(None, None, "Incompatible shapes: [32,10] vs. [32,1]")
     log = (
         "I tensorflow/tsl/cuda/cudart_stub.cc:28] Could not find cuda drivers on your machine, GPU will not be used.",
@@ -120,7 +128,7 @@ def test_an_illegal_address_right_after_an_oom_is_its_consequence():
     assert after.remedies[0].id == "restart_kernel"
 
 
-def test_an_empty_gpu_list_is_recognised_from_the_failing_line():
+def test_an_empty_gpu_list_is_recognised_from_the_failing_line(tf):
     def cell():
         gpus = []
         tf.config.experimental.set_memory_growth(gpus[0], True)
@@ -129,7 +137,7 @@ def test_an_empty_gpu_list_is_recognised_from_the_failing_line():
     assert diagnose(raised(lambda: [][0]), Context()).kind is Kind.UNKNOWN
 
 
-def test_memory_evidence_and_the_batch_estimate():
+def test_memory_evidence_and_the_batch_estimate(tf):
     error = tf.errors.ResourceExhaustedError(None, None, OOM)
     device = DeviceMemory(
         0, "Tesla T4", 16 * GIB, peak_used_bytes=15 * GIB, peak_allocator_bytes=14 * GIB
@@ -143,7 +151,7 @@ def test_memory_evidence_and_the_batch_estimate():
     assert "about 99% of the current batch" in steps[0]
 
 
-def test_another_process_holding_the_gpu_comes_first():
+def test_another_process_holding_the_gpu_comes_first(tf):
     error = tf.errors.ResourceExhaustedError(None, None, OOM)
     device = DeviceMemory(0, "Tesla T4", 16 * GIB, other_processes=((4242, 12 * GIB),))
     diagnosis = diagnose(error, Context(devices=(device,)))
@@ -151,7 +159,7 @@ def test_another_process_holding_the_gpu_comes_first():
     assert "pid 4242 holds 12.0 GiB on GPU 0" in diagnosis.remedies[0].steps[0]
 
 
-def test_settings_that_need_a_fresh_kernel_say_so():
+def test_settings_that_need_a_fresh_kernel_say_so(tf):
     error = tf.errors.ResourceExhaustedError(None, None, OOM)
     growth = {r.id: r for r in diagnose(error, Context(gpu_initialised=True)).remedies}[
         "memory_growth"
@@ -163,7 +171,7 @@ def test_settings_that_need_a_fresh_kernel_say_so():
     assert fresh.note == ""
 
 
-def test_a_cpu_failure_offers_no_gpu_settings():
+def test_a_cpu_failure_offers_no_gpu_settings(tf):
     error = tf.errors.ResourceExhaustedError(None, None, OOM.replace("GPU:0", "CPU:0"))
     diagnosis = diagnose(error, Context())
     assert diagnosis.title == "Out of CPU memory"
