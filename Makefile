@@ -36,6 +36,7 @@ bench: $(VENV)/.installed
 	$(PY) bench/batch_search.py
 	$(PY) bench/watchdog.py
 	$(PY) bench/doctor.py
+	$(PY) bench/native_log.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

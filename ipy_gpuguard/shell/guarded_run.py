@@ -24,7 +24,7 @@ from ..watchdog import (
 )
 from ..watchdog.stacks import CellNamer
 from .kernel_state import KernelStateFile
-from .native_log import NativeLogTee
+from .native_log import NativeLogTee, PipeDrain
 from .options import GuardOptions
 from .remediation import FailedRun
 
@@ -50,6 +50,8 @@ class GuardedRun:
         Names a cell's file in stacks (``Cell In[5]``).
     state_file
         The kernel's state file, which each sample updates (at most once a second).
+    pipe_drain
+        Keeps copying the native log's pipe for child processes that outlive the cell.
     """
 
     def __init__(
@@ -62,6 +64,7 @@ class GuardedRun:
         timeouts: tuple[GpuTimeout, ...] = (),
         name_cell: CellNamer | None = None,
         state_file: KernelStateFile | None = None,
+        pipe_drain: PipeDrain | None = None,
     ) -> None:
         self._backend = backend
         self._state_file = state_file
@@ -79,7 +82,7 @@ class GuardedRun:
 
             self._panel = MemoryPanel(self._devices)
         self._handle: DisplayHandle | None = None
-        self._native_log = NativeLogTee() if read_native_log else None
+        self._native_log = NativeLogTee(pipe_drain) if read_native_log else None
         self.log_lines: tuple[str, ...] = ()
         self._allocator_baseline: int | None = None
         self._sampler = Sampler(

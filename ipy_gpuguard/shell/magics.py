@@ -49,6 +49,8 @@ class GPUGuardMagics(Magics):
         self.session = session
         self.transformer = GuardedCellTransformer(self)
         self.actions_comm: ActionsComm | None = None  # in a Jupyter kernel only
+        #: Cells running now, this one included: pre_run_cell counts up, post_run_cell down.
+        self._depth = 0
 
     @magic_arguments.magic_arguments()
     @magic_arguments.argument(
@@ -153,9 +155,13 @@ class GPUGuardMagics(Magics):
         """
         # Reached only when the shell did not run the cell itself: another cell magic came first,
         # or a script exported from a notebook calls run_cell_magic. Run it as a cell of its own.
+        # Its failure is the caller's failure too: the caller's cell (or script) stops there.
         options = f" {line}" if line.strip() else ""
         assert self.shell is not None
-        self.shell.run_cell(f"%%gpuguard{options}\n{cell}", store_history=False)
+        result = self.shell.run_cell(f"%%gpuguard{options}\n{cell}", store_history=False)
+        error = result.error_before_exec or result.error_in_exec
+        if error is not None:
+            raise GuardedCellFailed(error)
 
     @magic_arguments.magic_arguments()
     @magic_arguments.argument(
@@ -252,6 +258,8 @@ class GPUGuardMagics(Magics):
 
     def pre_run_cell(self, info: Any) -> None:
         """Start the guard when the cell about to run begins with ``%%gpuguard``."""
+        self._depth += 1
+        depth = self._depth
         line = guard_line(info.raw_cell)
         if line is None:
             return
@@ -263,7 +271,7 @@ class GPUGuardMagics(Magics):
                 return  # the transformer has refused the cell and IPython shows why
             assert self.shell is not None
             self.session.begin(
-                info,
+                depth,
                 options,
                 info.raw_cell,
                 getattr(info, "cell_id", None),
@@ -278,8 +286,14 @@ class GPUGuardMagics(Magics):
         A cell that a retry fixed by itself (``--auto-retry``) ends as a success: the frontend
         sees an ``ok`` reply, so "Run All" goes on; its first traceback stays shown above.
         """
-        key = getattr(result, "info", None)
-        finished = _guard_failure_in_one_line("finish", lambda: self.session.end(key))
+        # By depth, not by the ExecutionInfo: ipykernel reports a cell whose traceback could not
+        # be shown with another one than pre_run_cell saw, or with none. A blank cell has no
+        # pre_run_cell.
+        raw_cell = getattr(getattr(result, "info", None), "raw_cell", None)
+        if raw_cell is not None and not raw_cell.strip():
+            return
+        depth, self._depth = self._depth, max(self._depth - 1, 0)
+        finished = _guard_failure_in_one_line("finish", lambda: self.session.end(depth))
         error = getattr(result, "error_in_exec", None)
         if finished is None:
             return
@@ -342,6 +356,20 @@ class GPUGuardMagics(Magics):
 def _here(run: Callable[[], RunOutcome]) -> RunOutcome:
     """Run a retry's attempt in the cell that asked for it (``%gpuguard retry``)."""
     return run()
+
+
+class GuardedCellFailed(Exception):
+    """A guarded cell run by ``run_cell_magic`` failed; its own traceback is already shown,
+    so this one is a single line."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(
+            f"the guarded cell failed with {type(error).__name__}: its traceback is above"
+        )
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows instead of a traceback."""
+        return [f"{type(self).__name__}: {self}"]
 
 
 class ShellRunner:

@@ -6,8 +6,11 @@ allocate", the cuDNN versions loaded). For the length of a guarded cell, descrip
 pipe; a thread copies every byte on to the original descriptor (the terminal, or the kernel's
 own capture that shows it in the notebook) and keeps the last lines for the diagnosis.
 
-POSIX only: on Windows, ``select`` does not work on pipes, and the diagnosis reads the
-exception alone.
+A child process started during the cell (TensorBoard, a data server) inherits the pipe as its
+stderr. When the cell ends and a child still holds the pipe, the pipe is handed to the session's
+:class:`PipeDrain`, which goes on copying it until the last child closes it, so that no child
+dies of SIGPIPE. POSIX only: on Windows, ``select`` does not work on pipes, and the diagnosis
+reads the exception alone.
 """
 
 from __future__ import annotations
@@ -25,10 +28,77 @@ _KEEP_LINES = 400
 _MAX_LINE = 4000
 
 
-class NativeLogTee:
-    """Copies descriptor 2 through a pipe while started, keeping its last lines."""
+class PipeDrain:
+    """Copies the pipes that children still hold after their cell, each until its last writer
+    closes it; a thread runs only while there is such a pipe, and :meth:`close` ends it."""
 
     def __init__(self) -> None:
+        self._pipes: dict[int, int] = {}  # read end -> where its bytes go (a descriptor it owns)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def adopt(self, read_end: int, destination: int) -> None:
+        """Take over ``read_end`` (and ``destination``, a descriptor of its own to close)."""
+        with self._lock:
+            self._pipes[read_end] = destination
+            if self._thread is None:
+                self._stop.clear()
+                self._thread = threading.Thread(
+                    target=self._copy, name="ipy_gpuguard-native-log-drain", daemon=True
+                )
+                self._thread.start()
+
+    @property
+    def pipes(self) -> int:
+        return len(self._pipes)
+
+    def close(self) -> None:
+        """Stop copying (unloading the extension): the children's pipes are closed."""
+        thread = self._thread
+        self._stop.set()
+        if thread is not None:
+            thread.join()
+
+    def _copy(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                if not self._pipes:
+                    self._thread = None
+                    return
+                pipes = list(self._pipes)
+            ready, _, _ = select.select(pipes, [], [], _POLL_S)
+            for read_end in ready:
+                data = b""
+                with contextlib.suppress(OSError):
+                    data = os.read(read_end, 65536)
+                if data:
+                    with contextlib.suppress(OSError):
+                        os.write(self._pipes[read_end], data)
+                else:
+                    self._release(read_end)
+        with self._lock:
+            for read_end in list(self._pipes):
+                self._release(read_end)
+            self._thread = None
+
+    def _release(self, read_end: int) -> None:
+        destination = self._pipes.pop(read_end)
+        os.close(read_end)
+        os.close(destination)
+
+
+class NativeLogTee:
+    """Copies descriptor 2 through a pipe while started, keeping its last lines.
+
+    Parameters
+    ----------
+    drain
+        Takes the pipe over when the cell ends while a child process still holds it.
+    """
+
+    def __init__(self, drain: PipeDrain | None = None) -> None:
+        self._drain = drain
         self._lines: collections.deque[str] = collections.deque(maxlen=_KEEP_LINES)
         self._partial = b""
         self._saved: int | None = None
@@ -75,12 +145,15 @@ class NativeLogTee:
         assert self._read_end is not None
         assert self._saved is not None
         read_end, saved = self._read_end, self._saved
+        handed_over = False
         try:
             while True:
                 ready, _, _ = select.select([read_end], [], [], _POLL_S)
                 if not ready:
                     if self._stop.is_set():
-                        break  # a child process may still hold the pipe: do not wait for it
+                        # Nothing to read and no end of file: a child still holds the pipe.
+                        handed_over = self._hand_over(read_end, saved)
+                        break
                     continue
                 data = os.read(read_end, 65536)
                 if not data:
@@ -90,13 +163,27 @@ class NativeLogTee:
         except OSError:
             pass  # descriptor 2 is gone (the process is ending): nothing left to copy
         finally:
-            os.close(read_end)
+            if not handed_over:
+                os.close(read_end)
             self._read_end = None
 
+    def _hand_over(self, read_end: int, saved: int) -> bool:
+        if self._drain is None:
+            return False
+        self._drain.adopt(read_end, os.dup(saved))
+        return True
+
     def _split(self, data: bytes) -> None:
-        *complete, self._partial = (self._partial + data).split(b"\n")
-        for line in complete:
-            self._keep(line)
+        """Keep the complete lines; a line without an end yet (a progress bar rewritten with
+        ``\r``) is kept to its first ``_MAX_LINE`` bytes, so that copying stays linear."""
+        *complete, tail = data.split(b"\n")
+        if complete:
+            self._keep(self._partial + complete[0][:_MAX_LINE])
+            for line in complete[1:]:
+                self._keep(line)
+            self._partial = tail[:_MAX_LINE]
+        elif len(self._partial) < _MAX_LINE:
+            self._partial = (self._partial + tail)[:_MAX_LINE]
 
     def _keep(self, line: bytes) -> None:
         self._lines.append(line[:_MAX_LINE].decode("utf-8", "replace").rstrip("\r"))

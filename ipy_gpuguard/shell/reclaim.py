@@ -11,6 +11,7 @@ out-of-memory error (and the card says so).
 from __future__ import annotations
 
 import gc
+import inspect
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -88,13 +89,14 @@ def clear_chain_frames(error: BaseException) -> int:
 def _clear_frame(frame: FrameType) -> int:
     """Clear a frame's locals, and the snapshot of them a traceback formatter may have taken.
 
-    Python up to 3.12 keeps ``frame.f_locals`` as a dict cached on the frame, which
-    ``frame.clear()`` leaves alone; a module's frame shares that dict with the namespace, which
-    must survive.
+    Python up to 3.12 keeps a function's ``frame.f_locals`` as a dict cached on the frame,
+    which ``frame.clear()`` leaves alone: that snapshot belongs to the frame and is emptied.
+    Any other frame's ``f_locals`` is the namespace it ran in (a cell's, a class body's, the
+    ``locals`` given to ``exec``): the person's own mapping, never touched.
     """
     try:
         snapshot = frame.f_locals
-        if type(snapshot) is dict and snapshot is not frame.f_globals:
+        if type(snapshot) is dict and frame.f_code.co_flags & inspect.CO_OPTIMIZED:
             snapshot.clear()
         frame.clear()
     except RuntimeError:  # still executing: one of the guard's own callers

@@ -34,6 +34,7 @@ from .config import GPUGuard
 from .guarded_run import GuardedRun
 from .incidents import IncidentLog
 from .kernel_state import KernelStateFile
+from .native_log import PipeDrain
 from .options import GuardOptions
 from .reclaim import Reclaimed
 from .remediation import Failure, Policy, Remediated, attempt_failed, remediate
@@ -99,6 +100,7 @@ class GuardSession:
         self._name_cell = name_cell
         self._timeouts: dict[tuple[int, ...], tuple[GpuTimeout, ...]] = {}
         self.state_file = state_file
+        self._pipe_drain = PipeDrain()
         self._recording: RunOutcome | None = None
         self.cards = CardActions()
         #: The last card whose cell ran out of memory with a size to change, for %gpuguard retry.
@@ -107,7 +109,7 @@ class GuardSession:
         self.frontend_renders_cards = False
         self._backend: DeviceBackend | None = None
         self._backend_lock = threading.Lock()
-        self._active: tuple[object, GuardedRun, GuardOptions, str, str | None] | None = None
+        self._active: tuple[int, GuardedRun, GuardOptions, str, str | None] | None = None
         self.last_failure: Kind | None = None
         self.last_run: GuardedRun | None = None  # the last guarded cell's, once it has ended
 
@@ -168,15 +170,19 @@ class GuardSession:
 
     def begin(
         self,
-        key: object,
+        key: int,
         options: GuardOptions,
         cell: str = "",
         cell_id: str | None = None,
         execution_count: int | None = None,
     ) -> None:
-        """Start guarding the cell identified by ``key``; a cell already guarded is left alone."""
+        """Start guarding the cell at nesting depth ``key`` (1: a cell the person ran; deeper:
+        a cell run from inside one). A guard of an outer cell is left alone; a guard at this depth
+        or deeper is stale (its cell ended without IPython saying so) and is ended first."""
         if self._active is not None:
-            return
+            if self._active[0] < key:
+                return
+            self.end(None)
         memory = self.batch_memory
         note = None
         if memory is not None and self._runner is not None and not self.recording_attempt:
@@ -191,6 +197,7 @@ class GuardSession:
             self.gpu_timeouts(options.devices),
             self._name_cell,
             self.state_file,
+            self._pipe_drain,
         )
         if self.state_file is not None and not self.recording_attempt:
             first = next((line.strip() for line in cell.splitlines()[1:] if line.strip()), "")
@@ -198,9 +205,9 @@ class GuardSession:
         run.start()
         self._active = (key, run, options, cell, cell_id)
 
-    def end(self, key: object | None) -> FinishedCell | None:
-        """Finish the guarded cell ``key`` (``None``: whichever is running)."""
-        if self._active is None or (key is not None and self._active[0] is not key):
+    def end(self, key: int | None) -> FinishedCell | None:
+        """Finish the guarded cell at nesting depth ``key`` (``None``: whichever is running)."""
+        if self._active is None or (key is not None and self._active[0] != key):
             return None
         _, run, options, cell, cell_id = self._active
         self._active = None
@@ -380,6 +387,7 @@ class GuardSession:
             self.end(None)
         finally:
             self.cards.freeze_all()
+            self._pipe_drain.close()
             self._reset_backend()
             if self.state_file is not None:
                 self.state_file.remove()

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 
 import pytest
@@ -269,3 +271,36 @@ def test_a_terminal_waits_for_a_blank_line_as_for_any_cell_magic(shell):
     check = shell.input_transformer_manager.check_complete
     assert check("%%gpuguard\nx = 1") == check("%%time\nx = 1") == ("incomplete", 0)
     assert check("%%gpuguard\nx = 1\n\n") == ("complete", None)
+
+
+def test_run_cell_magic_fails_the_calling_cell_with_one_line(shell, capsys):
+    """What nbconvert exports: ``get_ipython().run_cell_magic('gpuguard', '', ...)`` (issue 14, 5)."""
+    result = shell.run_cell("get_ipython().run_cell_magic('gpuguard', '', '1/0')\nran_on = True")
+    out = capsys.readouterr().out
+    assert type(result.error_in_exec).__name__ == "GuardedCellFailed"
+    assert "ran_on" not in shell.user_ns
+    assert out.count("Traceback (most recent call last)") == 1  # the cell's own, once
+    assert "GuardedCellFailed: the guarded cell failed with ZeroDivisionError" in out
+
+
+def test_an_exported_script_stops_at_a_failed_guarded_cell(tmp_path):
+    script = tmp_path / "exported.py"
+    script.write_text(
+        "get_ipython().run_line_magic('load_ext', 'ipy_gpuguard')\n"
+        "get_ipython().run_cell_magic('gpuguard', '', '1/0\\n')\n"
+        "print('went on')\n"
+    )
+    env = {**os.environ, "GPUGUARD_SIMULATE": "8GiB"}
+    for name in (script.name, "exported.ipy"):
+        if name.endswith(".ipy"):
+            (tmp_path / name).write_text("%load_ext ipy_gpuguard\n%%gpuguard\n1/0\n")
+        run = subprocess.run(
+            [sys.executable, "-m", "IPython", name],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert run.returncode != 0, (name, run.stdout[-2000:])
+        assert "went on" not in run.stdout

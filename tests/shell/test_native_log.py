@@ -3,8 +3,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import time
 
-from ipy_gpuguard.shell.native_log import NativeLogTee
+from ipy_gpuguard.shell.native_log import NativeLogTee, PipeDrain
 
 
 def test_native_lines_are_kept_and_still_reach_the_original_descriptor(capfd):
@@ -26,3 +28,42 @@ def test_a_child_process_still_holding_the_pipe_does_not_block_stop():
     finally:
         child.kill()
         child.wait()
+
+
+CHILD = (
+    "import sys, time\n"
+    "time.sleep(0.5)\n"
+    "for n in range(2000):\n"
+    "    print('child line', n, file=sys.stderr)\n"
+)
+
+
+def test_a_child_started_in_the_cell_keeps_a_working_stderr_after_it(capfd):
+    """TensorBoard or a data server started in a guarded cell (issue 14, 4)."""
+    drain = PipeDrain()
+    tee = NativeLogTee(drain)
+    tee.start()
+    child = subprocess.Popen([sys.executable, "-c", CHILD])
+    tee.stop()  # the cell ends while the child still runs and holds the pipe
+    assert child.wait(timeout=30) == 0  # not killed by SIGPIPE
+    for _ in range(100):
+        if drain.pipes == 0:
+            break
+        time.sleep(0.05)
+    assert drain.pipes == 0  # the child closed it: the drain let go
+    assert "child line 1999" in capfd.readouterr().err
+    drain.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("ipy_gpuguard")]
+
+
+def test_a_line_without_an_end_is_kept_bounded():
+    """A progress bar rewritten with ``\r`` for megabytes: what is kept of the line stays
+    bounded, so copying stays linear (issue 14, 16; bench/native_log.py measures it)."""
+    tee = NativeLogTee()
+    for _ in range(64):
+        tee._split(b"\r12/100 [==>....]" * 4000)
+        assert len(tee._partial) <= 4000
+    tee._split(b" done\nnext")
+    assert tee._lines[-1].startswith("\r12/100 [==>....]")
+    assert len(tee._lines[-1]) <= 4000
+    assert tee._partial == b"next"

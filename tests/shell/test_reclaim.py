@@ -51,3 +51,25 @@ def test_clearing_the_keras_session_keeps_the_dtype_policy():
         assert keras.layers.Dense(1).name == "dense"  # Keras' name counters were reset
     finally:
         keras.config.set_dtype_policy("float32")
+
+
+def test_freeing_never_empties_a_mapping_the_frame_does_not_own(shell):
+    """``exec(code, {}, results)``, and a shell whose namespace is not its globals (as
+    ``IPython.embed()`` sets up): the frame's locals are the person's own dict (issue 14, 1)."""
+    shell.run_cell(
+        "results = {'kept': 1}\n"
+        "exec(\"partial = 2\\nraise MemoryError('out of memory')\", {}, results)\n"
+    )
+    error = shell.last_execution_result.error_in_exec
+    free_failure_memory(error, lambda: None, None)
+    assert shell.user_ns["results"] == {"kept": 1, "partial": 2}
+
+
+def test_freeing_keeps_the_namespace_of_an_embedded_shell():
+    namespace, module_globals = {"kept": 1}, {"__name__": "__main__"}
+    try:
+        exec("partial = 2\nraise MemoryError('out of memory')", module_globals, namespace)
+    except MemoryError as error:
+        caught = error
+    free_failure_memory(caught, lambda: None, None)
+    assert namespace == {"kept": 1, "partial": 2}
