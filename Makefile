@@ -37,6 +37,7 @@ bench: $(VENV)/.installed
 	$(PY) bench/watchdog.py
 	$(PY) bench/doctor.py
 	$(PY) bench/native_log.py
+	$(PY) bench/diagnose.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

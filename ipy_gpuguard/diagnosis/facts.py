@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping
 from ..telemetry.units import format_bytes
 from .model import FactValue
 
-_SIZE = r"\d+(?:\.\d+)?\s*(?:[KMGT]i?B?|B|bytes)?"
+#: A size; it starts where a number starts, so that a long run of digits is read once.
+_SIZE = r"(?<![\d.])\d+(?:\.\d+)?\s*(?:[KMGT]i?B?|B|bytes)?"
 _BINARY_UNITS = {"": 1, "b": 1, "bytes": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
 #: Bytes per element for the dtype spellings of TensorFlow (``float``), NumPy (``float32``)
@@ -79,7 +80,7 @@ FACT_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"Loaded runtime (?P<library>CuDNN) library: (?P<found_version>\d+(?:\.\d+)*).*?compiled with:? (?P<expected_version>\d+(?:\.\d+)*)",
         r"(?P<library>CUDA driver) version is insufficient for (?P<expected_version>CUDA runtime) version",
         r"Could not load dynamic library '(?P<library>[^']+)'",
-        r"(?P<library>lib[\w+-]+\.so[\d.]*|\w+64_\d+\.dll): cannot open shared object file",
+        r"(?P<library>\blib[\w+-]+\.so[\d.]*|\b\w+64_\d+\.dll): cannot open shared object file",
         r"Unsupported \.version (?P<found_version>\d+(?:\.\d+)*); current version is '(?P<expected_version>\d+(?:\.\d+)*)'",
         r"\b(?P<library>ptxas)\b",
         # data errors

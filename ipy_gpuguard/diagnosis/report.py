@@ -16,6 +16,8 @@ import traceback
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from .bounded import bounded_lines, bounded_text
+
 #: A native log line: absl's ``E0000 00:00:1795319101.87 14910 file.cc:82] ...`` or TensorFlow's
 #: older ``2021-10-13 17:19:29.385716: E tensorflow/...`` form.
 _LOG_LINE = re.compile(
@@ -83,15 +85,15 @@ def report_from_exception(error: BaseException, log_lines: Iterable[str] = ()) -
     frames = [frame for link in chain for frame in _frames(link)]
     return ErrorReport(
         tuple(_link(link) for link in chain),
-        tuple(log_lines),
-        tuple(frame.line for frame in frames if frame.line),
+        tuple(bounded_lines(log_lines)),
+        tuple(bounded_lines(frame.line for frame in frames if frame.line)),
         any(_FRAMEWORK_PATH.search(frame.filename) for frame in frames),
     )
 
 
 def report_from_text(text: str, log_lines: Iterable[str] = ()) -> ErrorReport:
     """Read error text pasted from a notebook, a terminal or a log file."""
-    lines = text.splitlines()
+    lines = bounded_text(text).splitlines()
     native = [line for line in lines if _LOG_LINE.match(line)]
     rest = "\n".join(line for line in lines if not _LOG_LINE.match(line))
     parts = [part for part in _CHAIN_SEPARATOR.split(rest) if part.strip()]
@@ -99,7 +101,7 @@ def report_from_text(text: str, log_lines: Iterable[str] = ()) -> ErrorReport:
     links = tuple(_text_link(part) for part in reversed(parts))
     return ErrorReport(
         links,
-        (*native, *log_lines),
+        (*native, *bounded_lines(log_lines)),
         source_lines=tuple(rest.splitlines()),  # a pasted traceback's code lines are in it
         through_framework=bool(native) or bool(_FRAMEWORK_PATH.search(rest)),
     )
@@ -137,7 +139,7 @@ def _link(error: BaseException) -> ErrorLink:
     notes = getattr(error, "__notes__", None) or []
     message = _message(error)
     text = "\n".join([message, *map(str, notes)])
-    return ErrorLink(qualified_names(type(error)), text)
+    return ErrorLink(qualified_names(type(error)), bounded_text(text))
 
 
 def _message(error: BaseException) -> str:
