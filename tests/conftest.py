@@ -30,6 +30,7 @@ def shell(monkeypatch):
     ip.run_line_magic("load_ext", "ipy_gpuguard")
     yield ip
     ip.run_line_magic("unload_ext", "ipy_gpuguard")
+    ip.config.pop("GPUGuard", None)  # the shell is shared: the next test starts from the defaults
     assert guard_threads() == []
 
 

@@ -8,8 +8,19 @@ from dataclasses import dataclass
 #: (``--find-max``, the card's "Find the largest batch that fits", ``%gpuguard retry max``).
 AUTO_RETRY_RUNS = 5
 FIND_MAX_RUNS = 12
-#: What ``--auto-retry`` without a number parses to: the default for the search asked for.
-DEFAULT_RUNS = -1
+
+
+class _DefaultRuns:
+    """What ``--auto-retry`` without a number parses to: the default for the search asked for.
+
+    Not a number (``-1`` once was, and ``--auto-retry -1`` then silently meant the default),
+    and not a string, which argparse would pass through ``int``."""
+
+    def __repr__(self) -> str:
+        return "DEFAULT_RUNS"
+
+
+DEFAULT_RUNS = _DefaultRuns()
 
 
 @dataclass(frozen=True)
@@ -26,7 +37,7 @@ class RetrySettings:
 
 
 def retry_settings(
-    auto_retry: int | None,
+    auto_retry: int | _DefaultRuns | None,
     find_max: bool,
     margin_percent: float | None,
     min_batch: int | None,
@@ -34,7 +45,7 @@ def retry_settings(
     keep_effective_batch: bool = False,
 ) -> RetrySettings:
     """The settings from the magic's options; ``ValueError`` says which option is wrong."""
-    if auto_retry is not None and auto_retry < 1 and auto_retry != DEFAULT_RUNS:
+    if isinstance(auto_retry, int) and auto_retry < 1:
         raise ValueError(f"--auto-retry takes a number of attempts of at least 1, not {auto_retry}")
     if margin_percent is not None and not 0 < margin_percent < 100:
         raise ValueError(
@@ -48,7 +59,7 @@ def retry_settings(
     if auto_retry is None:
         runs = FIND_MAX_RUNS if find_max else 0  # --find-max alone implies --auto-retry
     else:
-        runs = default_runs if auto_retry == DEFAULT_RUNS else auto_retry
+        runs = auto_retry if isinstance(auto_retry, int) else default_runs
     defaults = RetrySettings()
     return RetrySettings(
         auto_runs=runs,

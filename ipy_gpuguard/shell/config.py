@@ -8,6 +8,8 @@ override them for one cell.
 from __future__ import annotations
 
 import os
+import re
+import sys
 from typing import Any
 
 from traitlets import (
@@ -23,8 +25,16 @@ from traitlets import (
 )
 from traitlets.config import Configurable
 
+from ..telemetry.units import parse_size_list
 from ..watchdog.limits import ADAPTIVE_FACTOR, ADAPTIVE_FLOOR_S, FIRST_STEP_ALLOWANCE_S
 from .options import ON_HANG_CHOICES, check_interval, check_timeout
+
+
+class BadSetting(TraitError):
+    """A setting ``GPUGuard`` refuses: IPython shows this one line, never a traceback."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"TraitError: {self}"]
 
 
 class GPUGuard(Configurable):
@@ -122,7 +132,7 @@ class GPUGuard(Configurable):
         try:
             return check_interval(proposal["value"])
         except ValueError as error:
-            raise TraitError(f"GPUGuard.interval: {error}") from None
+            raise BadSetting(f"GPUGuard.interval: {error}") from None
 
     @validate("timeout", "first_step_allowance")
     def _positive_seconds(self, proposal: dict[str, Any]) -> float | None:
@@ -130,13 +140,53 @@ class GPUGuard(Configurable):
         try:
             return None if value is None else check_timeout(value)
         except ValueError as error:
-            raise TraitError(f"GPUGuard.{proposal['trait'].name}: {error}") from None
+            raise BadSetting(f"GPUGuard.{proposal['trait'].name}: {error}") from None
+
+    @validate("simulate")
+    def _valid_sizes(self, proposal: dict[str, str]) -> str:
+        value = proposal["value"]
+        try:
+            if value.strip().lower() not in ("", "off"):
+                parse_size_list(value)
+        except ValueError as error:
+            raise BadSetting(
+                f"GPUGuard.simulate (or GPUGUARD_SIMULATE): {error}; give sizes like 8GiB or "
+                "8GiB,16GiB"
+            ) from None
+        return "" if value.strip().lower() == "off" else value
 
     @validate("devices")
     def _valid_devices(self, proposal: dict[str, list[object]]) -> list[object]:
         devices = proposal["value"]
         if not all(isinstance(index, int) and index >= 0 for index in devices):
-            raise TraitError(
+            raise BadSetting(
                 f"GPUGuard.devices must be device indices like [0, 1], not {devices!r}"
             )
         return devices
+
+
+def configured(parent: Any) -> GPUGuard:
+    """The settings of ``parent`` (the shell); each one refused is said in one line and left
+    at its default, so that a bad value in ``ipython_config.py``, in an earlier ``%config`` or
+    in ``GPUGUARD_SIMULATE`` never stops the extension from loading."""
+    for _ in range(len(GPUGuard.class_trait_names()) + 1):
+        try:
+            config = GPUGuard(parent=parent)
+            # A dynamic default (GPUGUARD_SIMULATE) is not validated unless set: check it now.
+            config.simulate = config.simulate
+            return config
+        except TraitError as error:
+            name = _setting_of(error)
+            print(f"ipy_gpuguard: {error}; GPUGuard.{name} stays at its default", file=sys.stderr)
+            section = parent.config.GPUGuard
+            if name in section:
+                del section[name]
+            if name == "simulate":
+                section.simulate = ""  # GPUGUARD_SIMULATE is refused: no simulated devices
+    raise AssertionError("unreachable: every setting falls back to its default")
+
+
+def _setting_of(error: TraitError) -> str:
+    """The trait a refusal names: ours say ``GPUGuard.name:``, traitlets' ``The 'name' trait``."""
+    match = re.search(r"GPUGuard\.(\w+)|The '(\w+)' trait", str(error))
+    return (match.group(1) or match.group(2)) if match else ""

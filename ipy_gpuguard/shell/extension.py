@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .comm import TARGET, ActionsComm
-from .config import GPUGuard
+from .config import configured
 from .kernel_state import KernelStateFile, kernel_id_of, state_path
 from .magics import GPUGuardMagics, ShellRunner
 from .session import GuardSession
@@ -16,7 +16,7 @@ def load(shell: Any) -> None:
     Jupyter kernel, the comm target of the lab extension; once."""
     if _loaded_magics(shell) is not None:
         return  # loading twice is harmless
-    config = GPUGuard(parent=shell)
+    config = configured(shell)
     kernel = getattr(shell, "kernel", None)
     # A Jupyter kernel's shell has a kernel: its frontend can render live widgets.
     session = GuardSession(

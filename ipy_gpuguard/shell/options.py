@@ -10,6 +10,8 @@ from ..watchdog.limits import FIRST_STEP_ALLOWANCE_S
 #: Sampling faster than this costs CPU and shows nothing more: peaks between two samples come
 #: from the allocator's own high-water mark (seconds).
 MIN_INTERVAL_S = 0.05
+#: The longest interval and timeout a thread can wait for (seconds): a day.
+MAX_SECONDS = 86_400.0
 
 
 @dataclass(frozen=True)
@@ -29,10 +31,11 @@ class GuardOptions:
 
 
 def check_interval(interval_s: float) -> float:
-    if not interval_s >= MIN_INTERVAL_S:  # also refuses NaN
+    if not MIN_INTERVAL_S <= interval_s <= MAX_SECONDS:  # also refuses NaN and infinity
         raise ValueError(
-            f"the interval must be at least {MIN_INTERVAL_S} seconds, not {interval_s:g}: "
-            "peaks between samples come from the allocator, so faster sampling adds nothing"
+            f"the interval is a number of seconds from {MIN_INTERVAL_S} to {MAX_SECONDS:g}, not "
+            f"{interval_s:g}: peaks between samples come from the allocator, so faster sampling "
+            "adds nothing"
         )
     return interval_s
 
@@ -42,10 +45,10 @@ ON_HANG_CHOICES = ("report", "interrupt")
 
 
 def check_timeout(timeout_s: float) -> float:
-    if not timeout_s > 0:  # also refuses NaN
+    if not 0 < timeout_s <= MAX_SECONDS:  # also refuses NaN and infinity
         raise ValueError(
-            f"--timeout is the number of seconds without progress that make a stall, like 60, "
-            f"not {timeout_s:g}"
+            "the timeout is the number of seconds without progress that make a stall, like 60 "
+            f"(at most {MAX_SECONDS:g}), not {timeout_s:g}"
         )
     return timeout_s
 
