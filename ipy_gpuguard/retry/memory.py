@@ -3,17 +3,27 @@
 A cell is known by a hash of its source with the batch literal blanked (and without its
 ``%%gpuguard`` line), so the entry survives the rewrite that made it fit; the device by the
 memory of the watched GPUs, since the same cell fits differently on a 16 GiB card. The file is
-one small JSON object, rewritten whole through a temporary file so a crash never leaves half.
+one small JSON object, rewritten whole through a temporary file so a crash never leaves half,
+under a lock so that two kernels remembering at once lose nothing, readable by its owner only.
+A file that cannot be written costs one warning line: the retry's result stands.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows: one process at a time, as before
+    fcntl = None  # type: ignore[assignment]
 
 #: Entries kept; the oldest go first.
 MAX_ENTRIES = 500
@@ -59,7 +69,22 @@ class BatchMemory:
         except (KeyError, TypeError, ValueError):
             return None
 
-    def remember(self, key: str, entry: Remembered) -> None:
+    def remember(self, key: str, entry: Remembered) -> bool:
+        """Write ``entry``; ``False`` (and one warning line) when the file cannot be written."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._locked():
+                self._write(key, entry)
+        except OSError as error:
+            print(
+                f"ipy_gpuguard: cannot remember batch size {entry.batch_size} in {self.path} "
+                f"({error}); the retry's result stands",
+                file=sys.stderr,
+            )
+            return False
+        return True
+
+    def _write(self, key: str, entry: Remembered) -> None:
         entries = self._read()
         entries.pop(key, None)
         entries[key] = {
@@ -69,9 +94,8 @@ class BatchMemory:
             "saved_at": entry.saved_at,
         }
         kept = dict(list(entries.items())[-MAX_ENTRIES:])
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".batch_sizes-")
-        try:
+        try:  # mkstemp's file is the owner's alone (0600), and so is the file it replaces
             with os.fdopen(handle, "w", encoding="utf-8") as file:
                 json.dump(kept, file, indent=1)
             os.replace(temporary, self.path)
@@ -79,9 +103,22 @@ class BatchMemory:
             os.unlink(temporary)
             raise
 
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the lock file beside the memory while reading and rewriting it."""
+        if fcntl is None:
+            yield
+            return
+        lock = os.open(self.path.with_name(self.path.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(lock)  # closing releases the lock
+
     def _read(self) -> dict[str, object]:
         try:
             entries = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # absent, not JSON, or nested too deep
             return {}
         return entries if isinstance(entries, dict) else {}

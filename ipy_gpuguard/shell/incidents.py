@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -74,12 +75,25 @@ class IncidentLog:
         self.path = path
         self._lock = threading.Lock()
 
-    def append(self, incident: Incident) -> None:
+    def append(self, incident: Incident) -> bool:
+        """Append ``incident``; ``False`` (and one warning line) when the log cannot be written.
+
+        The log is created readable by its owner only, like the batch memory: it holds facts
+        of the person's work."""
         line = json.dumps(asdict(incident), ensure_ascii=False, sort_keys=True) + "\n"
-        with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as log:
-                log.write(line)
+        try:
+            with self._lock:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                handle = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                with os.fdopen(handle, "a", encoding="utf-8") as log:
+                    log.write(line)
+        except OSError as error:
+            print(
+                f"ipy_gpuguard: cannot write the incident log {self.path} ({error})",
+                file=sys.stderr,
+            )
+            return False
+        return True
 
     def recent(self, count: int) -> list[dict[str, Any]]:
         """The last ``count`` incidents, oldest first; lines that are not JSON are skipped."""
@@ -94,8 +108,8 @@ class IncidentLog:
         for line in tail.splitlines():
             try:
                 record = json.loads(line)
-            except ValueError:
-                continue  # a partial first line of the tail, or a line cut by a crash
+            except (ValueError, RecursionError):
+                continue  # a partial first line of the tail, a line cut by a crash, or a bomb
             if isinstance(record, dict):
                 incidents.append(record)
         return incidents[-count:] if count > 0 else []

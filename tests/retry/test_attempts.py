@@ -161,3 +161,18 @@ def test_gpuguard_retry_does_what_the_cards_button_does(shell, batch_memory, cap
     assert final.startswith("ipy_gpuguard · retry: batch size ")
     assert final.endswith(": fits")
     assert 0.85 * LIMIT <= shell.user_ns["BATCH_SIZE"] <= LIMIT
+
+
+def test_files_that_cannot_be_written_do_not_undo_a_fix(shell, tmp_path, capsys):
+    """Issue 14, 15: the fixed cell replied ``error``: "the guard failed to diagnose"."""
+    home = tmp_path / "home"
+    home.write_text("not a directory")
+    shell.run_line_magic("config", f"GPUGuard.batch_memory = {str(home / 'b.json')!r}")
+    shell.run_line_magic("config", f"GPUGuard.incident_log = {str(home / 'i.jsonl')!r}")
+    result = shell.run_cell("%%gpuguard --auto-retry\n" + keras_fit_cliff(256, LIMIT, SAMPLES))
+    captured = capsys.readouterr()
+    assert result.error_in_exec is None
+    assert retry_lines(captured.out) == ["ipy_gpuguard · retry: batch size 32: fits"]
+    assert "the guard failed" not in captured.err
+    assert captured.err.count("ipy_gpuguard: cannot remember batch size 32") == 1
+    assert captured.err.count("ipy_gpuguard: cannot write the incident log") == 1

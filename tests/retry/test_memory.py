@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import stat
+import subprocess
+import sys
+
 from ipy_gpuguard.retry import BatchMemory, Remembered, cell_key
 
 GiB = 2**30
@@ -31,4 +36,39 @@ def test_a_missing_or_broken_file_is_an_empty_memory(tmp_path):
     assert BatchMemory(path).recall("k") is None
     BatchMemory(path).remember("k", Remembered(8, "bs", None, 2.0))
     assert BatchMemory(path).recall("k").batch_size == 8
-    assert [p.name for p in tmp_path.iterdir()] == ["sizes.json"]  # no temporary left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sizes.json", "sizes.json.lock"]
+
+
+def test_a_memory_that_cannot_be_written_is_one_warning_line(tmp_path, capsys):
+    """Issue 14, 15: HOME not a directory turned a fixed cell into an error."""
+    blocker = tmp_path / "home"
+    blocker.write_text("not a directory")
+    memory = BatchMemory(blocker / "ipy_gpuguard" / "batch_sizes.json")
+    assert memory.remember("cell@8", Remembered(32, "BATCH", None, 1.0)) is False
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("ipy_gpuguard: cannot remember batch size 32 in ")
+    assert memory.recall("cell@8") is None
+
+
+def test_a_deeply_nested_file_is_an_empty_memory(tmp_path):
+    path = tmp_path / "batch_sizes.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    assert BatchMemory(path).recall("cell@8") is None
+
+
+def test_two_processes_remembering_at_once_lose_nothing(tmp_path):
+    """Issue 14, 17: 230 of 400 entries were kept."""
+    path = tmp_path / "batch_sizes.json"
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from ipy_gpuguard.retry import BatchMemory, Remembered\n"
+        "memory = BatchMemory(Path(sys.argv[1]))\n"
+        "for n in range(200):\n"
+        "    memory.remember(f'{sys.argv[2]}-{n}@8', Remembered(n + 1, 'B', None, 1.0))\n"
+    )
+    writers = [subprocess.Popen([sys.executable, "-c", script, str(path), name]) for name in "ab"]
+    assert [writer.wait(timeout=120) for writer in writers] == [0, 0]
+    assert len(json.loads(path.read_text())) == 400
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600

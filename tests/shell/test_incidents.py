@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import tensorflow as tf
 
@@ -42,3 +44,33 @@ def test_a_line_cut_by_a_crash_is_skipped(tmp_path):
     with path.open("a") as file:
         file.write('{"rule_id": "oom.tf.ten')
     assert [record["rule_id"] for record in log.recent(10)] == ["oom.tf.tensor"]
+
+
+def test_an_incident_log_that_cannot_be_written_is_one_warning_line(tmp_path, capsys):
+    blocker = tmp_path / "home"
+    blocker.write_text("not a directory")
+    log = IncidentLog(blocker / "ipy_gpuguard" / "incidents.jsonl")
+    incident = Incident.of(diagnose("CUDA_ERROR_OUT_OF_MEMORY", Context()), {}, "card shown", {})
+    assert log.append(incident) is False
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("ipy_gpuguard: cannot write the incident log")
+
+
+def test_the_log_is_its_owners_alone_and_carries_the_schema_version_pid_and_cell(tmp_path):
+    log = IncidentLog(tmp_path / "incidents.jsonl")
+    incident = Incident.of(
+        diagnose("CUDA_ERROR_OUT_OF_MEMORY", Context()), {}, "card shown", {}, None, "cell-9"
+    )
+    assert log.append(incident)
+    assert stat.S_IMODE(log.path.stat().st_mode) == 0o600
+    (record,) = log.recent(5)
+    assert record["version"] == 2
+    assert record["pid"] == os.getpid()
+    assert record["cell_id"] == "cell-9"
+
+
+def test_a_deeply_nested_line_is_skipped(tmp_path):
+    log = IncidentLog(tmp_path / "incidents.jsonl")
+    log.path.write_text("[" * 100_000 + "]" * 100_000 + '\n{"rule_id": "oom.tf.tensor"}\n')
+    assert log.recent(5) == [{"rule_id": "oom.tf.tensor"}]
