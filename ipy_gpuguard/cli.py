@@ -8,6 +8,7 @@ stderr while it happens, so that ``--json`` output stays clean for a pipe. The e
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import shutil
@@ -32,6 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     doctor.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):
+        # An ASCII or Latin-1 terminal gets "?" for the report's marks, never a traceback.
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="replace")
 
     from .doctor import run_doctor
     from .doctor.render import report_data, report_text

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 _GUARD_LINE = re.compile(r"^%%gpuguard(?:[ \t]+(?P<options>.*?))?[ \t]*\r?\n?$")
+#: A cell that starts with another cell magic and has ``%%gpuguard`` on a later line.
+_GUARD_BELOW_A_MAGIC = re.compile(r"\A\s*%%(?!gpuguard\b).*\n(?:.*\n)*?%%gpuguard\b")
 
 
 @magics_class
@@ -217,13 +219,13 @@ class GPUGuardMagics(Magics):
         if args.command == "retry":
             self._retry(args.value)
         elif args.command == "simulate":
-            print(self._simulate(args.value))
+            print(_telemetry_said(lambda: self._simulate(args.value)))
         elif args.command == "history":
             display(self._history(args.value))
         else:
             if args.value is not None:
                 raise UsageError(f"%gpuguard status takes no value, not {args.value!r}")
-            print("\n".join(self.session.status_lines()))
+            print(_telemetry_said(lambda: "\n".join(self.session.status_lines())))
         return None
 
     def guard_options(self, line: str, cell: str | None = None) -> GuardOptions:
@@ -262,6 +264,12 @@ class GPUGuardMagics(Magics):
         depth = self._depth
         line = guard_line(info.raw_cell)
         if line is None:
+            if _GUARD_BELOW_A_MAGIC.search(info.raw_cell):
+                print(
+                    "ipy_gpuguard: %%gpuguard guards a cell only from its first line, above "
+                    "other cell magics such as %%time: this cell runs unguarded",
+                    file=sys.stderr,
+                )
             return
 
         def start() -> None:
@@ -440,6 +448,14 @@ def _doctor(as_json: bool) -> dict[str, Any] | None:
         return report_data(report)
     progress.update(DoctorTable(report, lambda again: run_doctor(announce=again)))
     return None
+
+
+def _telemetry_said(read: Callable[[], str]) -> str:
+    """What a command that reads the telemetry says; a failing backend is one line of it."""
+    try:
+        return read()
+    except (OSError, RuntimeError) as error:
+        return f"ipy_gpuguard: the telemetry could not be read ({type(error).__name__}: {error})"
 
 
 def _positive_count(value: str) -> int:

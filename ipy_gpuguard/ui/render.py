@@ -67,6 +67,10 @@ def peak_text(view: PanelView, info: DeviceInfo) -> str:
     """``GPU 0 · Tesla T4: peak 7.10 GiB of 15.0 GiB (47%); TensorFlow allocator peak 6.02 GiB``."""
     peak = view.peak_of(info.index)
     used = peak.device_used_bytes if peak else None
+    latest = view.latest_of(info.index)
+    problem = latest.device.problem if latest is not None else None
+    if problem is not None and used is None:
+        return f"GPU {info.index} · {info.name}: {problem}; no memory reading"
     fraction = used_fraction(used, info.total_bytes)
     share = f" ({fraction:.0%})" if fraction is not None else ""
     text = f"GPU {info.index} · {info.name}: peak {format_bytes(used)} of {format_bytes(info.total_bytes)}{share}"

@@ -309,3 +309,44 @@ def test_an_exported_script_stops_at_a_failed_guarded_cell(tmp_path):
         )
         assert run.returncode != 0, (name, run.stdout[-2000:])
         assert "went on" not in run.stdout
+
+
+def test_gpuguard_below_another_cell_magic_says_the_cell_runs_unguarded(shell, capsys):
+    """Issue 14, 17: ``%%time`` above ``%%gpuguard`` ran unguarded without a word."""
+    result = shell.run_cell("%%time\n%%gpuguard\nvalue = 5\n")
+    assert result.success
+    assert shell.user_ns["value"] == 5
+    err = capsys.readouterr().err
+    assert "%%gpuguard guards a cell only from its first line" in err
+    assert err.count("ipy_gpuguard:") == 1
+
+
+def test_status_when_the_telemetry_raises_is_one_line(shell, capsys):
+    """Issue 14, 17: ``OSError`` from the backend printed a 30-line traceback."""
+
+    def broken(spec):
+        raise OSError("libnvidia-ml.so.1: cannot read")
+
+    session = guard_magics(shell).session
+    session._reset_backend()
+    session._open_telemetry = broken
+    shell.run_line_magic("gpuguard", "status")
+    out = capsys.readouterr().out
+    assert out == (
+        "ipy_gpuguard: the telemetry could not be read (OSError: libnvidia-ml.so.1: cannot read)\n"
+    )
+
+
+def test_the_doctor_on_an_ascii_terminal_prints_its_report(tmp_path):
+    """Issue 14, 17: ``UnicodeEncodeError`` when stdout is ASCII or Latin-1."""
+    env = {**os.environ, "PYTHONIOENCODING": "ascii", "GPUGUARD_SIMULATE": ""}
+    run = subprocess.run(
+        [sys.executable, "-m", "ipy_gpuguard", "doctor"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+    )
+    assert run.returncode in (0, 1), run.stderr[-2000:]
+    assert "Traceback" not in run.stderr
+    assert "Python and platform" in run.stdout

@@ -122,3 +122,10 @@ def test_chart_of_a_small_run_is_scaled_to_its_peak_not_to_the_device():
     svg = render.memory_chart_svg(device_series(view(devices=(big,), history=small_run), big))
     assert 'points="0.0,36.0 240.0,7.2"' in svg  # the peak sits at 80% of the height
     assert "0 to 1.25 GiB" in svg
+
+
+def test_a_lost_gpu_says_so_instead_of_an_unknown_peak():
+    """Issue 14, 17: it showed "peak n/a of n/a"."""
+    lost = Sample(0.5, (DeviceSample(0, DeviceReading(problem="GPU is lost"), None),))
+    text = render.peak_text(view(history=(lost,), peaks=()), T4)
+    assert text == "GPU 0 · Tesla T4: GPU is lost; no memory reading"
