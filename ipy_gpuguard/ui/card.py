@@ -82,9 +82,12 @@ class RemediationCard:
             )
 
     def close(self) -> None:
-        """Close every widget of the card (a frozen card keeps its static form)."""
+        """Close every widget of the card, with their layouts and styles (a frozen card keeps
+        its static form)."""
+        from .panel import close_with_parts
+
         for widget in [*self.buttons.values(), *self.widget.children, self.widget]:
-            widget.close()
+            close_with_parts(widget)
 
     def _button(self, offer: ActionOffer) -> Any:
         """The button of ``offer``: made once per action, then kept up to date."""

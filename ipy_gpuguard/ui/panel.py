@@ -112,7 +112,7 @@ class MemoryPanel:
         """Close every widget, so that nothing of this cell stays alive in the kernel."""
         for row in self._rows:
             for widget in row.widgets():
-                _close_with_parts(widget)
+                close_with_parts(widget)
         for widget in (
             self._title,
             self._progress,
@@ -121,13 +121,13 @@ class MemoryPanel:
             self.hang_card,
             self.widget,
         ):
-            _close_with_parts(widget)
+            close_with_parts(widget)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.widget._repr_mimebundle_(**kwargs)
 
 
-def _close_with_parts(widget: widgets.Widget) -> None:
+def close_with_parts(widget: widgets.Widget) -> None:
     """ipywidgets' ``close`` leaves a widget's ``layout`` and ``style`` widgets open: close them too."""
     for part in (getattr(widget, "layout", None), getattr(widget, "style", None)):
         if isinstance(part, widgets.Widget):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from ipy_gpuguard.protocol import CARD_MIME
+
 from .client import evaluate, execute, kernel
 
 pytestmark = pytest.mark.kernel
@@ -41,3 +43,29 @@ def test_the_guard_ends_when_ipykernel_reports_the_cell_with_another_info(cell):
         assert "ipy_gpuguard · finished" in str([m["content"] for m in guarded.iopub])
         assert evaluate(client, GUARD_THREADS) == "[]"
         assert evaluate(client, "1 + 1") == "2"
+
+
+OOM_CELL = "%%gpuguard\nraise RuntimeError('CUDA out of memory. Tried to allocate 2.00 GiB')"
+WIDGETS = "len(__import__('ipywidgets').Widget.widgets)"
+
+
+def test_only_the_last_cards_keep_their_widgets():
+    """Issue 14, 10: 29 widgets per card were never closed (4,379 after 150 cards)."""
+    from ipy_gpuguard.shell.actions import MAX_LIVE_CARDS
+
+    with kernel(GPUGUARD_SIMULATE="8GiB") as client:
+        assert execute(client, "%load_ext ipy_gpuguard").status == "ok"
+        counts, frozen = [], []
+        for run in range(MAX_LIVE_CARDS + 10):
+            failed = execute(client, OOM_CELL)
+            assert failed.status == "error"
+            frozen += [
+                msg
+                for msg in failed.of_type("update_display_data")
+                if CARD_MIME in msg["content"]["data"]
+                and "application/vnd.jupyter.widget-view+json" not in msg["content"]["data"]
+            ]
+            if run >= MAX_LIVE_CARDS:
+                counts.append(int(evaluate(client, WIDGETS)))
+        assert len(set(counts)) == 1  # past the last 20 cards, no widget more per card
+        assert len(frozen) == 10  # each older card became its static form
