@@ -23,6 +23,11 @@ def memory_evidence(facts: dict[str, FactValue], context: Context) -> list[str]:
     total = _int(facts.get("total_bytes")) or (device.total_bytes if device else None)
     requested = _int(facts.get("requested_bytes"))
     lines = []
+    if device is not None and device.simulated:
+        lines.append(
+            f"GPU {device.index} is simulated (GPUGUARD_SIMULATE): it stands for this process's "
+            "memory, and the error is the framework's real CPU allocator running out."
+        )
     if device is not None and device.total_bytes:
         lines += _peak_lines(device)
     if requested and total and requested > total:
@@ -65,7 +70,7 @@ def failed_device(
 
 def _peak_lines(device: DeviceMemory) -> list[str]:
     assert device.total_bytes
-    name = f"GPU {device.index} ({device.name})"
+    name = f"GPU {device.index} ({device.name}{', simulated' if device.simulated else ''})"
     lines = []
     if device.peak_used_bytes is not None:
         share = device.peak_used_bytes / device.total_bytes

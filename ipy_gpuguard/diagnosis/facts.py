@@ -223,6 +223,8 @@ def fact_text(facts: Mapping[str, FactValue], name: str) -> str:
     if name.endswith("_bytes") and isinstance(value, int):
         return format_bytes(value)
     if name == "fit_fraction" and isinstance(value, float):
+        if value < 0.005:  # never an estimate that rounds to 0%
+            return "under 1% of the current batch"
         return f"about {value:.0%} of the current batch"
     if isinstance(value, tuple):
         return "[" + ", ".join(map(str, value)) + "]"

@@ -194,3 +194,13 @@ def test_mismatch_remedies_name_the_versions_tensorflow_was_built_for():
     install = diagnosis.remedies[0]
     assert install.id == "install_matching_libraries"
     assert "TensorFlow 2.10.1 was built with CUDA 11.2 and cuDNN 8.1." in install.steps[0]
+
+
+def test_an_oom_on_a_simulated_gpu_says_what_the_simulation_stands_for():
+    """Issue 14, 20: "Out of CPU memory" under a panel showing a simulated GPU, unexplained."""
+    device = DeviceMemory(0, "Simulated GPU", 8 * 2**30, 2**30, None, simulated=True)
+    text = "OOM when allocating tensor with shape[64,1024] and type float on /device:CPU:0"
+    diagnosis = diagnose(text, Context(devices=(device,)))
+    assert diagnosis.title == "Out of CPU memory"
+    assert diagnosis.evidence[0].startswith("GPU 0 is simulated (GPUGUARD_SIMULATE)")
+    assert "(Simulated GPU, simulated)" in diagnosis.evidence[1]

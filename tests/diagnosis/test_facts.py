@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from ipy_gpuguard.diagnosis import builds
-from ipy_gpuguard.diagnosis.facts import extract_facts, fill, message_bytes, tensor_bytes
+from ipy_gpuguard.diagnosis.facts import extract_facts, fact_text, fill, message_bytes, tensor_bytes
 
 
 @pytest.mark.parametrize(
@@ -63,3 +63,17 @@ def test_tested_builds_and_drivers():
     assert builds.tested_build("nightly") is None
     assert builds.min_driver("12.3") == "525.60.13"
     assert builds.min_driver("10.1") == "418.39"
+
+
+@pytest.mark.parametrize(
+    ("fraction", "text"),
+    [
+        (0.0004, "under 1% of the current batch"),
+        (0.004, "under 1% of the current batch"),
+        (0.006, "about 1% of the current batch"),
+        (0.25, "about 25% of the current batch"),
+    ],
+)
+def test_an_estimate_never_reads_zero_percent(fraction, text):
+    """Issue 14, 20: "about 0% of the current batch" while offering 64 of 512."""
+    assert fact_text({"fit_fraction": fraction}, "fit_fraction") == text

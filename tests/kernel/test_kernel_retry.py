@@ -61,3 +61,34 @@ def test_the_retry_button_reruns_the_cell_with_a_smaller_batch_and_reports_succe
         assert any(msg["msg_type"] == "display_data" for msg in caused)  # the attempt's panel
         assert evaluate(client, "BATCH_SIZE") == "32"
         assert evaluate(client, "history.params['steps']") == "32"  # 1024 samples / 32
+
+
+def test_after_gpuguard_retry_the_cards_retry_button_says_why_it_cannot_act(tmp_path):
+    """Issue 14, 18 and 19: the button did nothing when clicked, and its label was cut."""
+    with keras_kernel(tmp_path) as client:
+        failed = execute(client, "%%gpuguard\n" + keras_fit_cliff(256, 100), timeout=240)
+        fixed = execute(client, "%gpuguard retry", timeout=240)
+        assert fixed.status == "ok"
+        assert "ipy_gpuguard · Fixed: batch size 32 fits" in fixed.stdout()
+
+        widgets = widget_states(failed.iopub + fixed.iopub)
+        buttons = {
+            state["description"]: (comm_id, state)
+            for comm_id, state in widgets.items()
+            if state.get("_model_name") == "ButtonModel"
+        }
+        retry_id, retry = next(
+            value for label, value in buttons.items() if label.startswith("Retry")
+        )
+        assert retry["disabled"] is True
+        assert retry["tooltip"] == "batch size 32 fits: nothing smaller to try"
+        layouts = {state["layout"].removeprefix("IPY_MODEL_") for _, state in buttons.values()}
+        assert {widgets[layout]["width"] for layout in layouts} == {"auto"}  # never cut
+
+        caused = click(client, retry_id)  # a frontend that sends it anyway
+        said = [
+            msg["content"]["data"]["state"]["value"]
+            for msg in caused
+            if msg["msg_type"] == "comm_msg" and "value" in msg["content"]["data"].get("state", {})
+        ]
+        assert any("nothing smaller to try" in value for value in said)
