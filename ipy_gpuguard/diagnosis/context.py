@@ -65,6 +65,9 @@ class Context:
     watchdog_interrupted
         The watchdog interrupted the cell (``--on-hang interrupt``): an interrupt that ends
         it is the watchdog's, not the person's.
+    stall_gpu_state
+        What the real GPUs did during a stall: ``busy`` (one long kernel), ``idle`` (waiting
+        for input), or ``None`` (no stall, no real GPU, or no agreement).
     """
 
     log_lines: tuple[str, ...] = ()
@@ -77,6 +80,7 @@ class Context:
     environment: Mapping[str, str] = field(default_factory=dict)
     hang_evidence: tuple[str, ...] = ()
     watchdog_interrupted: bool = False
+    stall_gpu_state: str | None = None
 
     @classmethod
     def of_this_process(cls) -> Context:

@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from ..telemetry.units import format_bytes
+from ..watchdog.judgement import BUSY, IDLE
 from .builds import build_fields
 from .context import Context, DeviceMemory
 from .evidence import memory_evidence
 from .facts import extract_facts, fill
 from .model import Diagnosis, FactValue, Kind, Remedy
-from .remedies import GPU_ONLY_REMEDIES, resolved
+from .remedies import GPU_ONLY_REMEDIES, STEP_TIMEOUT_REMEDIES, resolved
 from .report import ErrorLink, ErrorReport, report_from_exception, report_from_text
 from .rules import PLAIN_PYTHON_TYPES, RULES, Rule, first_match
 
@@ -166,7 +167,19 @@ def _remedies(rule: Rule, facts: dict[str, FactValue], context: Context) -> tupl
         order.insert(0, "stale_process")  # nothing else helps while another process holds it
     if rule.kind is Kind.OUT_OF_MEMORY and context.xla and "xla_off" not in order:
         order.append("xla_off")
+    if rule.kind is Kind.HANG:
+        order = _follow_the_stall(order, context.stall_gpu_state)
     return tuple(resolved(remedy_id, fields, context.gpu_initialised) for remedy_id in order)
+
+
+def _follow_the_stall(order: list[str], state: str | None) -> list[str]:
+    """An idle GPU waited for input: the timeout's advice does not apply; a busy one ran one
+    long kernel: the input pipeline is not the cause."""
+    if state == IDLE:
+        return [remedy for remedy in order if remedy not in STEP_TIMEOUT_REMEDIES]
+    if state == BUSY:
+        return [remedy for remedy in order if remedy != "check_input_pipeline"]
+    return order
 
 
 def _on_cpu(facts: Mapping[str, FactValue]) -> bool:

@@ -11,7 +11,7 @@ from ..telemetry import DeviceBackend, DeviceInfo, FrameworkAllocators, Sample, 
 from ..telemetry.framework import tensorflow_settings
 from ..ui.summary import PanelSummary
 from ..ui.view import PanelView, WatchView
-from ..ui.watch_render import hang_evidence
+from ..ui.watch_render import hang_evidence, stall_gpu_state
 from ..watchdog import (
     GpuTimeout,
     KerasHooks,
@@ -218,6 +218,7 @@ class GuardedRun:
             tensorflow_settings(),
             hang_evidence=hang_evidence(view),
             watchdog_interrupted=self.watchdog.interrupt is not None,
+            stall_gpu_state=stall_gpu_state(view),
         )
 
     def allocator_peak_bytes(self, view: PanelView) -> int | None:

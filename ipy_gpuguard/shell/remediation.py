@@ -42,6 +42,7 @@ class FailedRun:
     settings: FrameworkSettings
     hang_evidence: tuple[str, ...] = ()
     watchdog_interrupted: bool = False
+    stall_gpu_state: str | None = None
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,7 @@ def _context(run: FailedRun, previous_kind: Kind | None) -> Context:
         xla=run.settings.xla_auto_jit,
         hang_evidence=run.hang_evidence,
         watchdog_interrupted=run.watchdog_interrupted,
+        stall_gpu_state=run.stall_gpu_state,
     )
 
 

@@ -42,7 +42,7 @@ class _DeviceRow:
             self.bar.value = fraction or 0.0
             self.bar.bar_style = bar_style(fraction)
         self.label.value = f"<b>{escape(render.device_label_text(self.info, sample))}</b>"
-        self.stats.value = escape(render.device_stats_text(sample))
+        self.stats.value = escape(render.device_stats_text(sample, self.info.simulated))
         self.chart.value = render.memory_chart_svg(device_series(view, self.info))
 
     def widgets(self) -> list[widgets.Widget]:

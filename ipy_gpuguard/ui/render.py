@@ -34,8 +34,9 @@ def device_label_text(info: DeviceInfo, sample: DeviceSample | None) -> str:
     return f"GPU {info.index} · {info.name} · {used} / {format_bytes(total)}{share}"
 
 
-def device_stats_text(sample: DeviceSample | None) -> str:
-    """Allocator, utilisation, temperature and power; ``n/a`` where the device does not say."""
+def device_stats_text(sample: DeviceSample | None, simulated: bool = False) -> str:
+    """Allocator, utilisation, temperature and power; ``n/a`` where the device does not say;
+    a simulated device's figures say so on the same line."""
     if sample is None:
         return "waiting for the first sample"
     if sample.device.problem:
@@ -47,7 +48,7 @@ def device_stats_text(sample: DeviceSample | None) -> str:
         _or_na(reading.temperature_c, "{} °C"),
         _or_na(reading.power_watts, "{:.0f} W"),
     ]
-    return " · ".join(parts)
+    return " · ".join(parts) + (" (simulated)" if simulated else "")
 
 
 def _allocator_text(allocator: AllocatorReading | None) -> str:

@@ -64,6 +64,9 @@ class PanelView:
     def peak_of(self, index: int) -> DevicePeak | None:
         return next((peak for peak in self.peaks if peak.index == index), None)
 
+    def simulated(self, index: int) -> bool:
+        return any(info.simulated for info in self.devices if info.index == index)
+
     def utilisation_since(self, elapsed_s: float) -> dict[int, float]:
         """Each device's mean utilisation (percent) over the samples from ``elapsed_s`` on."""
         readings: dict[int, list[int]] = {}

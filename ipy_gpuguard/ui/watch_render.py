@@ -61,8 +61,25 @@ def stall_facts(view: PanelView, stall: Stall, watch: WatchView) -> list[str]:
     for index, percent in sorted(
         view.utilisation_since(watch.elapsed_at(stall.started_at)).items()
     ):
-        lines.append(f"GPU {index} utilisation during the stall: {percent:.0f}%{_meaning(percent)}")
+        if view.simulated(index):  # a simulated figure proves nothing about a real GPU
+            lines.append(f"GPU {index} utilisation during the stall: {percent:.0f}% (simulated)")
+        else:
+            lines.append(
+                f"GPU {index} utilisation during the stall: {percent:.0f}%{_meaning(percent)}"
+            )
     return lines
+
+
+def stall_gpu_state(view: PanelView) -> str | None:
+    """``busy`` or ``idle`` when every real GPU watched agreed during the stall; else ``None``."""
+    watch = view.watch
+    if watch is None or watch.stall is None:
+        return None
+    readings = view.utilisation_since(watch.elapsed_at(watch.stall.started_at))
+    states = {
+        gpu_state(percent) for index, percent in readings.items() if not view.simulated(index)
+    }
+    return states.pop() if len(states) == 1 else None
 
 
 def where_lines(threads: tuple[ThreadStack, ...]) -> list[str]:

@@ -204,3 +204,20 @@ def test_an_oom_on_a_simulated_gpu_says_what_the_simulation_stands_for():
     assert diagnosis.title == "Out of CPU memory"
     assert diagnosis.evidence[0].startswith("GPU 0 is simulated (GPUGUARD_SIMULATE)")
     assert "(Simulated GPU, simulated)" in diagnosis.evidence[1]
+
+
+@pytest.mark.parametrize(
+    ("state", "present", "absent"),
+    [
+        ("idle", "check_input_pipeline", "smaller_work"),
+        ("busy", "smaller_work", "check_input_pipeline"),
+    ],
+)
+def test_the_remedies_of_a_stall_follow_what_the_gpu_did(state, present, absent):
+    """Issue 14, 23: an idle GPU (input pipeline stall) was offered the timeout advice."""
+    context = Context(watchdog_interrupted=True, stall_gpu_state=state)
+    diagnosis = diagnose("KeyboardInterrupt", context)
+    assert diagnosis.rule_id == "hang.watchdog.interrupted"
+    ids = [remedy.id for remedy in diagnosis.remedies]
+    assert present in ids
+    assert absent not in ids

@@ -1,0 +1,48 @@
+"""The hang card's figures: simulated ones are labelled and prove nothing (issue 14, 22)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ipy_gpuguard.telemetry import DeviceInfo, DeviceReading, DeviceSample, Sample
+from ipy_gpuguard.ui import render
+from ipy_gpuguard.ui.view import PanelView, WatchView
+from ipy_gpuguard.ui.watch_render import stall_facts, stall_gpu_state
+from ipy_gpuguard.watchdog import ProgressSnapshot, Stall
+from ipy_gpuguard.watchdog.stacks import StackReport
+
+GIB = 2**30
+
+
+def stalled(simulated: bool, utilisation: int) -> PanelView:
+    info = DeviceInfo(0, "GPU", 8 * GIB, simulated=simulated)
+    history = tuple(
+        Sample(t, (DeviceSample(0, DeviceReading(GIB, 8 * GIB, utilisation, 80, 225.0)),))
+        for t in (1.0, 2.0, 3.0)
+    )
+    stall = Stall(100.5, 103.0, 2.0, 3, "fit", (0.1,), 0.1, StackReport(()))
+    watch = WatchView(ProgressSnapshot(steps=3, last_progress_at=100.5), 100.0, 103.0, stall)
+    return PanelView(
+        "simulated" if simulated else "nvml", "", (info,), history, (), 3.0, watch=watch
+    )
+
+
+def test_simulated_figures_say_so_on_their_line():
+    sample = DeviceSample(0, DeviceReading(GIB, 8 * GIB, 100, 80, 225.0))
+    assert render.device_stats_text(sample, simulated=True).endswith(
+        "util 100% · 80 °C · 225 W (simulated)"
+    )
+    assert not render.device_stats_text(sample).endswith("(simulated)")
+
+
+def test_a_simulated_gpu_draws_no_conclusion_in_the_hang_card():
+    view = stalled(simulated=True, utilisation=100)
+    assert view.watch is not None
+    (line,) = [line for line in stall_facts(view, view.watch.stall, view.watch) if "GPU 0" in line]
+    assert line == "GPU 0 utilisation during the stall: 100% (simulated)"
+    assert stall_gpu_state(view) is None
+
+
+@pytest.mark.parametrize(("utilisation", "state"), [(100, "busy"), (3, "idle"), (50, None)])
+def test_a_real_gpu_during_the_stall_is_judged_busy_or_idle(utilisation, state):
+    assert stall_gpu_state(stalled(simulated=False, utilisation=utilisation)) == state
