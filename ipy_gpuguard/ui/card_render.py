@@ -15,6 +15,8 @@ from ..telemetry.units import format_bytes
 from . import render, retry_render
 from .remedy_render import remedies_html
 
+#: The evidence keeps its layout: a thread's stack is indented under its name.
+_EVIDENCE = '<ul style="white-space:pre-wrap">{}</ul>'
 #: Remedies spelled out in the text card, the most likely first; the rest are named.
 TEXT_REMEDIES = 3
 
@@ -96,7 +98,7 @@ def card_header_html(card: Card) -> str:
         f'<span style="font-weight:normal;color:#888;font-size:smaller">{escape(card.rule_id)}</span></div>'
         f"<div>{escape(card.summary)}</div>"
         f"{f'<table>{rows}</table>' if rows else ''}"
-        f"{f'<ul>{evidence}</ul>' if evidence else ''}"
+        f"{_EVIDENCE.format(evidence) if evidence else ''}"
         f"{chart}{notes}</div>"
     )
 

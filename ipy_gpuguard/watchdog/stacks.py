@@ -110,7 +110,8 @@ def shorten(
         current = current.f_back
     chain.reverse()  # outermost first
     chain = [f for f in chain if library_of(f.f_code.co_filename) != _OWN_THREADS]
-    owned = [is_users(f.f_code.co_filename) for f in chain]
+    home = os.getcwd()
+    owned = [is_users(f.f_code.co_filename, name_cell, home) for f in chain]
     user_frames = tuple(_line(f, name_cell) for f, mine in zip(chain, owned, strict=True) if mine)
     calls_into = waits_in = None
     if user_frames and not owned[-1]:
@@ -145,12 +146,21 @@ def main_thread_position() -> tuple[int, int, int] | None:
     return id(frame), frame.f_lineno, depth
 
 
-def is_users(filename: str) -> bool:
-    """Whether a file is the person's: a cell, or a file outside Python and its packages."""
+def is_users(filename: str, name_cell: CellNamer | None = None, home: str | None = None) -> bool:
+    """Whether a file is the person's: a cell, or a file under the notebook's folder (``home``,
+    the kernel's working directory) that is not an installed package.
+
+    Not "any file outside site-packages": packages also live in ``dist-packages``, ``--target``
+    folders and conda environments, and ipykernel's own threads must not read as the person's.
+    """
     if filename.startswith("<"):
         return filename.startswith("<ipython-input-")
+    if name_cell is not None and name_cell(filename) is not None:
+        return True
     path = os.path.realpath(filename)
-    return not any(path.startswith(root) for root in _library_roots())
+    if any(path.startswith(root) for root in _library_roots()):
+        return False
+    return path.startswith(_root(home if home is not None else os.getcwd()))
 
 
 def library_of(filename: str) -> str:

@@ -81,6 +81,7 @@ def test_card_html_escapes_what_came_from_the_error():
     assert "<script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert html.count("<details>") == 4  # every remedy folds open on click, no kernel needed
+    assert '<ul style="white-space:pre-wrap">' in html  # stacks keep their indentation
 
 
 def test_card_data_is_json_with_typed_facts_and_the_free_memory_action():

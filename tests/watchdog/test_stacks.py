@@ -67,9 +67,20 @@ def test_whose_files_are_whose():
 
     import IPython
 
-    assert is_users("/home/me/project/train.py")
+    assert is_users("/home/me/project/train.py", home="/home/me/project")
     assert is_users("<ipython-input-3-abc>")
+    assert is_users("/tmp/ipykernel_7/2.py", name_cell=lambda f: "Cell In[2]", home="/home/me")
     assert not is_users("<frozen importlib._bootstrap>")
     assert not is_users(json.__file__)
     assert library_of(IPython.__file__) == "IPython"
     assert library_of(json.__file__) == "python"
+
+
+def test_packages_installed_elsewhere_are_not_the_persons_code():
+    """Issue 14, 24: ipykernel's threads showed as "running your code" where packages live
+    outside site-packages (``--target`` installs, ``dist-packages``, conda)."""
+    home = "/home/me/project"
+    assert not is_users("/opt/target-install/ipykernel/iostream.py", home=home)
+    assert not is_users("/usr/lib/python3/dist-packages/zmq/sugar/socket.py", home=home)
+    assert not is_users("/home/me/project-other/lib.py", home=home)
+    assert is_users("/home/me/project/utils/data.py", home=home)
