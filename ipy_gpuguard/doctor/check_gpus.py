@@ -164,7 +164,7 @@ def gpus_seen(findings: Findings) -> Verdict:
 def _why_tensorflow_sees_fewer(findings: Findings) -> tuple[str, tuple[Remedy, ...]]:
     """The likely cause, most specific first: the build, the libraries, the driver, the log."""
     for verdict in (tensorflow_uses_gpu(findings), cuda_libraries(findings), driver(findings)):
-        if verdict.status is Status.PROBLEM:
+        if verdict is not None and verdict.status is Status.PROBLEM:
             return verdict.found, verdict.remedies
     view = findings.tensorflow
     messages = view.messages if view is not None else ()

@@ -16,8 +16,11 @@ _ALLOCATORS = ("cuda_malloc_async", "cuda_malloc")
 SHARED_FRACTION = 0.05
 
 
-def memory_settings(findings: Findings) -> Verdict:
-    """Memory growth, the allocator, XLA, and whether they can still change in this process."""
+def memory_settings(findings: Findings) -> Verdict | None:
+    """Memory growth, the allocator, XLA, and whether they can still change in this process;
+    ``None`` (no row) without TensorFlow, whose settings these are."""
+    if findings.installed("tensorflow") is None:
+        return None
     environ = findings.machine.environ
     growth_variable = environ.get("TF_FORCE_GPU_ALLOW_GROWTH")
     allocator = environ.get("TF_GPU_ALLOCATOR")

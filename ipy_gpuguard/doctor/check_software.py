@@ -69,14 +69,21 @@ def packages(findings: Findings) -> Verdict:
     return Verdict(Status.OK, found, tuple(details))
 
 
+#: Said once, in the build's row, when TensorFlow is not installed; its other rows are left out.
+NOT_INSTALLED = (
+    "TensorFlow is not installed; its GPU build installs with pip install "
+    "'tensorflow[and-cuda]' (Linux and WSL2; it brings matching CUDA and cuDNN)"
+)
+
+
 def tensorflow_build(findings: Findings) -> Verdict:
     installed = findings.installed("tensorflow")
     if installed is None:
-        return Verdict(
-            Status.WARNING,
-            "TensorFlow is not installed",
-            remedies=findings.remedies("install_gpu_tensorflow"),
-        )
+        version_of = findings.machine.version_of
+        others = [name for name in ("torch", "jax") if version_of(name) is not None]
+        if others:  # Keras runs on these as well: nothing is wrong
+            return Verdict(Status.OK, f"{NOT_INSTALLED}; Keras also runs on {' and '.join(others)}")
+        return Verdict(Status.WARNING, NOT_INSTALLED)
     view = findings.tensorflow
     assert view is not None
     if view.failure is not None:
@@ -138,12 +145,13 @@ def _cuda_build(findings: Findings, name: str) -> Verdict:
     )
 
 
-def tensorflow_uses_gpu(findings: Findings) -> Verdict:
-    """A CPU-only TensorFlow on a machine with a GPU never uses it, whatever else is right."""
+def tensorflow_uses_gpu(findings: Findings) -> Verdict | None:
+    """A CPU-only TensorFlow on a machine with a GPU never uses it, whatever else is right;
+    ``None`` (no row) without TensorFlow, which the build's row says."""
     installed = findings.installed("tensorflow")
     view = findings.tensorflow
     if installed is None or view is None:
-        return Verdict(Status.UNKNOWN, "TensorFlow is not installed")
+        return None
     if not view.usable:
         return Verdict(
             Status.UNKNOWN,

@@ -10,7 +10,8 @@ from .findings import Findings
 from .machine import Machine
 from .model import Check, Report, Status, Verdict
 
-CheckFunction = Callable[[Findings], Verdict]
+#: A check's verdict, or ``None`` when it does not apply to this machine (no row).
+CheckFunction = Callable[[Findings], Verdict | None]
 
 #: In the order a person reads them: what is installed, then whether the GPU is reached.
 CHECKS: tuple[tuple[str, str, CheckFunction], ...] = (
@@ -38,13 +39,13 @@ def run_doctor(
     """
     started = time.perf_counter()
     findings = Findings(machine or Machine.this_one(), announce)
-    results = tuple(_checked(check_id, title, check, findings) for check_id, title, check in checks)
-    return Report(results, time.perf_counter() - started)
+    results = [_checked(check_id, title, check, findings) for check_id, title, check in checks]
+    return Report(tuple(r for r in results if r is not None), time.perf_counter() - started)
 
 
-def _checked(check_id: str, title: str, check: CheckFunction, findings: Findings) -> Check:
+def _checked(check_id: str, title: str, check: CheckFunction, findings: Findings) -> Check | None:
     try:
         verdict = check(findings)
     except Exception as error:  # a probe's failure is a row of the report, whatever it was
         verdict = Verdict(Status.UNKNOWN, f"the check raised {type(error).__name__}: {error}")
-    return Check(check_id, title, verdict)
+    return Check(check_id, title, verdict) if verdict is not None else None

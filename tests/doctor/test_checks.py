@@ -389,14 +389,27 @@ def test_two_tensorflow_packages_installed_together_is_a_warning():
     assert packages.verdict.found.startswith("tensorflow and tensorflow-cpu are all installed")
 
 
-def test_no_tensorflow_installed_is_a_warning_and_no_child_is_started():
+def test_no_tensorflow_is_said_once_with_its_gpu_build_and_no_child_is_started():
+    """Issue 14, 25: a warning with the CPU-only remedy, and a row about TensorFlow's BFC."""
     started = []
     report = run_doctor(
         machine(versions={"torch": "2.13.0"}, read_framework=started.append, tensorflow=None)
     )
-    assert report.check("tensorflow_build").status is Status.WARNING
-    assert report.check("tensorflow_build").verdict.found == "TensorFlow is not installed"
+    build = report.check("tensorflow_build")
+    assert build.status is Status.OK  # Keras runs on PyTorch: nothing is wrong
+    assert build.verdict.found.startswith("TensorFlow is not installed; its GPU build installs")
+    assert "pip install 'tensorflow[and-cuda]'" in build.verdict.found
+    assert build.verdict.remedies == ()
+    ids = [check.id for check in report.checks]
+    assert "tensorflow_gpu" not in ids
+    assert "memory_settings" not in ids
+    assert sum("TensorFlow is not installed" in c.verdict.found for c in report.checks) == 1
     assert started == ["torch"]  # PyTorch's GPUs are read; TensorFlow is never imported
+
+
+def test_no_framework_at_all_is_a_warning():
+    report = run_doctor(machine(versions={}, tensorflow=None))
+    assert report.check("tensorflow_build").status is Status.WARNING
 
 
 def test_a_framework_is_imported_only_for_a_check_that_needs_it_and_announced_first():
