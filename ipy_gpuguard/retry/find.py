@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .source import CellSource
@@ -88,8 +89,11 @@ def find_batch_size(
         return BatchFinding(target, accumulation=accumulation)
     found: dict[BatchTarget, range] = {}
     unreadable = []
-    for use, lines, value in _uses(tree):
-        target = _resolve(value, use, lines.start, bindings, source)
+    scopes: dict[ast.AST, _Bindings] = {tree: bindings}
+    for use, lines, value, scope in _uses(tree):
+        if scope not in scopes:
+            scopes[scope] = _Bindings(scope, source, parent=bindings)
+        target = _resolve(value, use, lines.start, scopes[scope], source)
         if isinstance(target, str):
             unreadable.append(target)
         else:
@@ -119,24 +123,50 @@ def find_batch_size(
     )
 
 
-def _uses(tree: ast.Module) -> list[tuple[str, range, ast.expr]]:
-    """Every expression handed to a call as a batch size: (call in words, its lines, expression)."""
+def _uses(tree: ast.Module) -> list[tuple[str, range, ast.expr, ast.AST]]:
+    """Every expression handed to a call as a batch size that can run: (call in words, its
+    lines, expression, the scope it runs in: the cell or the function around it)."""
     uses = []
-    for node in ast.walk(tree):
+    for node, scope in _runnable(tree, tree):
         if not isinstance(node, ast.Call):
             continue
         name = _call_name(node.func)
         lines = range(node.lineno, (node.end_lineno or node.lineno) + 1)
         for keyword in node.keywords:
             if keyword.arg == "batch_size":
-                uses.append((f"{name}(batch_size=…)", lines, keyword.value))
+                uses.append((f"{name}(batch_size=…)", lines, keyword.value, scope))
         method = node.func.attr if isinstance(node.func, ast.Attribute) else None
         if method in BATCHING_METHODS and node.args:
-            uses.append((f"{name}(…)", lines, node.args[0]))
+            uses.append((f"{name}(…)", lines, node.args[0], scope))
         index = POSITIONAL_BATCH.get(method or "")
         if index is not None and len(node.args) > index:
-            uses.append((f"{name}(…)", lines, node.args[index]))
+            uses.append((f"{name}(…)", lines, node.args[index], scope))
     return sorted(uses, key=lambda use: (use[2].lineno, use[2].col_offset))
+
+
+def _runnable(node: ast.AST, scope: ast.AST) -> Iterator[tuple[ast.AST, ast.AST]]:
+    """Every node under ``node`` that can run, with its scope: a function's body is its own
+    scope (the cell may call it); a branch that can never run (``if False:``) is left out."""
+    for child in _flow_nodes(node):
+        yield child, scope
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            yield from _runnable(child, child)
+
+
+def _flow_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """The nodes under ``node`` in its own flow: not inside a function, a lambda or a class
+    body (they run elsewhere, if at all), nor in a branch whose test is a constant false."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and isinstance(child.test, ast.Constant):
+            for statement in child.body if child.test.value else child.orelse:
+                yield statement
+                yield from _flow_nodes(statement)
+            continue
+        yield child
+        if not isinstance(
+            child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
+        ):
+            yield from _flow_nodes(child)
 
 
 def _call_name(func: ast.expr) -> str:
@@ -176,12 +206,21 @@ def _literal(value: ast.expr | None, source: CellSource) -> Literal | None:
 
 
 class _Bindings:
-    """The names the cell binds: to an integer literal, to another name, or otherwise."""
+    """The names a scope binds in its own flow (the cell's top level, or a function's body):
+    to an integer literal, to another name, or otherwise. A name a function does not bind is
+    the cell's (``parent``)."""
 
-    def __init__(self, tree: ast.Module, source: CellSource) -> None:
+    def __init__(self, scope: ast.AST, source: CellSource, parent: _Bindings | None = None) -> None:
         self._source = source
+        self._parent = parent
         self.assigned: dict[str, list[tuple[int, ast.expr | None]]] = {}
-        for node in ast.walk(tree):
+        arguments = (
+            scope.args
+            if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+            else None
+        )
+        nodes = [*_flow_nodes(scope), *(ast.walk(arguments) if arguments else ())]
+        for node in nodes:
             for name, value in _bound_names(node):
                 self.assigned.setdefault(name, []).append((getattr(node, "lineno", 0), value))
         for bindings in self.assigned.values():
@@ -190,6 +229,8 @@ class _Bindings:
     def target(self, name: str, use: str, line: int | None, depth: int = 0) -> BatchTarget | str:
         """What sets ``name`` before ``line``: its literal, a name it copies, or the namespace."""
         bindings = self.assigned.get(name)
+        if not bindings and self._parent is not None:
+            return self._parent.target(name, use, line, depth)
         if not bindings:
             return BatchTarget(name, None, use, line or 0)
         before = [b for b in bindings if line is None or b[0] <= line] or bindings

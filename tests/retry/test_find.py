@@ -136,3 +136,35 @@ def test_columns_are_characters_not_utf8_bytes():
     cell = "s = 'déjà vu ✓'; model.fit(x, batch_size=64)"
     target = find_batch_size(cell).target
     assert cell[target.literal.start : target.literal.end] == "64"
+
+
+@pytest.mark.parametrize(
+    "elsewhere",
+    [
+        "def helper():\n    BATCH = 8\n",
+        "class Settings:\n    BATCH = 8\n",
+        "if False:\n    BATCH = 8\n",
+        "def helper(BATCH=8):\n    pass\n",
+    ],
+    ids=["function", "class", "dead-branch", "parameter"],
+)
+def test_only_assignments_in_the_cells_own_flow_reach_a_top_level_call(elsewhere):
+    """Issue 14, 11: the retry rewrote the helper's literal and ran at 64 again."""
+    cell = "BATCH = 64\n" + elsewhere + "model.fit(x, y, batch_size=BATCH)\n"
+    target = find_batch_size(cell).target
+    assert target is not None
+    assert target.literal is not None
+    assert (target.literal.line, target.literal.value) == (1, 64)
+
+
+def test_a_call_inside_a_function_reads_that_functions_own_binding_first():
+    cell = "B = 64\ndef train():\n    B = 16\n    model.fit(x, batch_size=B)\ntrain()\n"
+    target = find_batch_size(cell).target
+    assert (target.literal.line, target.literal.value) == (3, 16)
+    uses_global = "B = 64\ndef train():\n    model.fit(x, batch_size=B)\ntrain()\n"
+    assert find_batch_size(uses_global).target.literal.value == 64
+
+
+def test_a_call_in_a_branch_that_never_runs_is_not_the_batch_size():
+    cell = "if False:\n    model.fit(x, batch_size=8)\nmodel.fit(x, batch_size=32)\n"
+    assert find_batch_size(cell).target.literal.value == 32
