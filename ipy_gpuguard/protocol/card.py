@@ -131,7 +131,9 @@ class RetryTarget:
 @dataclass(frozen=True)
 class RetryOffer:
     """The size a retry would try and what it changes; ``batch_size`` ``None``: no retry, and
-    ``reason`` says why (``choices``: the variables the person could name with --batch-var)."""
+    ``reason`` says why (``choices``: the variables the person could name with --batch-var).
+    ``reruns``: the statements before the failing line that a retry runs again for their
+    effects (calls, writes, appends), as ``line N: code``."""
 
     batch_size: int | None
     current_batch_size: int | None
@@ -139,6 +141,7 @@ class RetryOffer:
     reason: str
     choices: tuple[str, ...]
     notes: tuple[str, ...]
+    reruns: tuple[str, ...]
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from .memory import BatchMemory, Remembered, cell_key
 from .rewrite import Rewrite, without_batch_size
 from .search import Trial
 from .settings import RetrySettings
+from .reruns import rerun_statements
 from .source import CellSource
 
 
@@ -99,6 +100,7 @@ def plan_retry(
         reason="",
         choices=(),
         notes=_notes(finding, settings, remembered, current, step.size),
+        reruns=rerun_statements(cell, failing_line),
     )
     return RetryRequest(retry, offer, settings)
 
@@ -130,7 +132,7 @@ def remembered_note(
 
 
 def _no_offer(reason: str, current: int | None = None, choices: tuple[str, ...] = ()) -> RetryOffer:
-    return RetryOffer(None, current, None, reason, choices, ())
+    return RetryOffer(None, current, None, reason, choices, (), ())
 
 
 def _target(cell: str, target: BatchTarget) -> RetryTarget:

@@ -20,7 +20,15 @@ def offer_text(offer: RetryOffer) -> list[str]:
         f"({where_text(offer)}); %%gpuguard --auto-retry retries by itself, --find-max also "
         "finds the largest that fits.",
         *offer.notes,
+        *rerun_lines(offer),
     ]
+
+
+def rerun_lines(offer: RetryOffer) -> list[str]:
+    """What runs again with a retry: said before the first one."""
+    if not offer.reruns:
+        return [RERUN_NOTE]
+    return [f"{RERUN_NOTE} These run again:", *(f"  {line}" for line in offer.reruns)]
 
 
 def where_text(offer: RetryOffer) -> str:
@@ -111,7 +119,7 @@ def retry_html(state: RetryState, edit: BatchEdit | None) -> str:
         f"<div>Batch size {offer.batch_size} instead of {offer.current_batch_size} "
         f"({escape(where_text(offer))}).</div>"
         + "".join(f"<div>{escape(note)}</div>" for note in offer.notes)
-        + f"<div>{escape(RERUN_NOTE)}</div>"
+        + _reruns_html(offer)
     )
     items = "".join(
         f"<li>{escape(attempt_text(attempt, state.capacity_bytes))}</li>"
@@ -119,6 +127,12 @@ def retry_html(state: RetryState, edit: BatchEdit | None) -> str:
     )
     attempts = f"<ol>{items}</ol>" if items else ""
     return head + attempts + _verdict_html(state, edit)
+
+
+def _reruns_html(offer: RetryOffer) -> str:
+    first, *rest = rerun_lines(offer)
+    code = "".join(f"<div><code>{escape(line.strip())}</code></div>" for line in rest)
+    return f"<div>{escape(first)}</div>{code}"
 
 
 def _verdict_html(state: RetryState, edit: BatchEdit | None) -> str:

@@ -1,0 +1,39 @@
+"""What a retry runs again, named before the first one (issue 14, 12)."""
+
+from __future__ import annotations
+
+from ipy_gpuguard.diagnosis import Context, diagnose
+from ipy_gpuguard.protocol import to_json
+from ipy_gpuguard.retry import RetrySettings, plan_retry, retry_state
+from ipy_gpuguard.retry.reruns import rerun_statements
+from ipy_gpuguard.ui.retry_render import offer_text, retry_html
+
+CELL = (
+    "%%gpuguard --auto-retry\n"
+    "results.append(len(results))\n"
+    "log = open('runs.txt', 'a')\n"
+    "log.write('started\\n')\n"
+    "print('training')\n"
+    "counter += 1\n"
+    "model.fit(x, y, batch_size=256)\n"
+    "log.write('done\\n')\n"
+)
+
+
+def test_the_statements_before_the_failing_line_that_act_are_named():
+    assert rerun_statements(CELL, failing_line=7) == (
+        "line 2: results.append(len(results))",
+        "line 4: log.write('started\\n')",
+        "line 6: counter += 1",
+    )
+
+
+def test_every_renderer_names_them_in_the_offer():
+    diagnosis = diagnose("OOM when allocating tensor with shape[256,1024]", Context())
+    request = plan_retry(CELL, RetrySettings(auto_runs=5), diagnosis, 7, {}, (), None, None, None)
+    offer = request.offer
+    text = "\n".join(offer_text(offer))
+    assert "A retry reruns the whole cell from its first line. These run again:" in text
+    assert "  line 2: results.append(len(results))" in text
+    assert "results.append(len(results))" in retry_html(retry_state(request), None)
+    assert to_json(offer)["reruns"][0] == "line 2: results.append(len(results))"
