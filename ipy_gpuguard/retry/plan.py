@@ -12,10 +12,10 @@ from ..protocol import RetryOffer, RetryTarget
 from .attempts import CellRetry, RetrySetup, RunOutcome
 from .find import BatchFinding, BatchTarget, find_batch_size
 from .memory import BatchMemory, Remembered, cell_key
+from .reruns import rerun_statements
 from .rewrite import Rewrite, without_batch_size
 from .search import Trial
 from .settings import RetrySettings
-from .reruns import rerun_statements
 from .source import CellSource
 
 
