@@ -30,6 +30,7 @@ def load(shell: Any) -> None:
     shell.register_magics(magics)
     shell.configurables.append(config)
     shell.input_transformers_cleanup.append(magics.transformer)
+    shell.ast_transformers.append(magics.stopper)
     shell.events.register("pre_run_cell", magics.pre_run_cell)
     shell.events.register("post_run_cell", magics.post_run_cell)
     comm_manager = getattr(kernel, "comm_manager", None)
@@ -49,6 +50,7 @@ def unload(shell: Any) -> None:
         shell.events.unregister("pre_run_cell", magics.pre_run_cell)
         shell.events.unregister("post_run_cell", magics.post_run_cell)
         shell.input_transformers_cleanup.remove(magics.transformer)
+        shell.ast_transformers.remove(magics.stopper)
         shell.configurables.remove(magics.session.config)
         shell.configurables.remove(magics)  # Magics.__init__ added itself
         manager = shell.magics_manager

@@ -23,6 +23,7 @@ from IPython.display import Pretty, display
 from ..protocol import FIND_MAX, RETRY, Action, ActionArgs
 from ..retry import AUTO_RETRY_RUNS, DEFAULT_RUNS, FIND_MAX_RUNS, RunOutcome, retry_settings
 from ..ui.history import HistoryTable
+from .interrupts import StopCell, held_interrupt
 from .options import (
     ON_HANG_CHOICES,
     GuardOptions,
@@ -50,6 +51,8 @@ class GPUGuardMagics(Magics):
         super().__init__(shell)
         self.session = session
         self.transformer = GuardedCellTransformer(self)
+        #: Stops a cell whose guard was interrupted while it started (an AST transformer).
+        self.stopper = StopCell()
         self.actions_comm: ActionsComm | None = None  # in a Jupyter kernel only
         #: Cells running now, this one included: pre_run_cell counts up, post_run_cell down.
         self._depth = 0
@@ -278,13 +281,17 @@ class GPUGuardMagics(Magics):
             except UsageError:
                 return  # the transformer has refused the cell and IPython shows why
             assert self.shell is not None
-            self.session.begin(
-                depth,
-                options,
-                info.raw_cell,
-                getattr(info, "cell_id", None),
-                self.shell.execution_count,
-            )
+            with held_interrupt() as interrupted:
+                self.session.begin(
+                    depth,
+                    options,
+                    info.raw_cell,
+                    getattr(info, "cell_id", None),
+                    self.shell.execution_count,
+                )
+            if interrupted.received:  # the person stopped the cell before it ran
+                self.session.end(depth)
+                self.stopper.stop("the cell was interrupted as its guard started; it did not run")
 
         _guard_failure_in_one_line("start", start)
 
@@ -301,7 +308,14 @@ class GPUGuardMagics(Magics):
         if raw_cell is not None and not raw_cell.strip():
             return
         depth, self._depth = self._depth, max(self._depth - 1, 0)
-        finished = _guard_failure_in_one_line("finish", lambda: self.session.end(depth))
+        with held_interrupt() as interrupted:
+            finished = _guard_failure_in_one_line("finish", lambda: self.session.end(depth))
+        if interrupted.received:
+            print(
+                "ipy_gpuguard: interrupted while the guard finished the cell; it finished, "
+                "and the cell's own result stands",
+                file=sys.stderr,
+            )
         error = getattr(result, "error_in_exec", None)
         if finished is None:
             return

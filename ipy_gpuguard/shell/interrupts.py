@@ -1,0 +1,74 @@
+"""Ctrl-C while the guard starts or finishes a cell: never half a guard, never a traceback.
+
+The guard's own start and finish take milliseconds, but a person who presses the stop button
+just then sent SIGINT into them. Python would raise ``KeyboardInterrupt`` wherever the guard
+was, IPython would print "Error in callback" with the guard's internals, and the cell would
+run unguarded (at the start) or keep a live panel (at the finish). Instead, the interrupt is
+held until the step is done: at the start the cell is then stopped before it runs, at the
+finish it is said in one line.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from IPython.core.error import InputRejected
+
+
+class Interrupted:
+    """Whether an interrupt arrived while it was held."""
+
+    def __init__(self) -> None:
+        self.received = False
+
+
+@contextlib.contextmanager
+def held_interrupt() -> Iterator[Interrupted]:
+    """Hold SIGINT for the block (on the main thread; elsewhere, or where signals are not
+    ours to handle, the block runs as it is)."""
+    interrupted = Interrupted()
+    if threading.current_thread() is not threading.main_thread():
+        yield interrupted
+        return
+
+    def hold(signum: int, frame: Any) -> None:
+        interrupted.received = True
+
+    try:
+        previous = signal.signal(signal.SIGINT, hold)
+    except ValueError:  # not the main interpreter
+        yield interrupted
+        return
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+class CellStopped(InputRejected):
+    """The cell was stopped before it ran; IPython shows this line instead of a traceback."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"KeyboardInterrupt: {self}"]
+
+
+class StopCell(ast.NodeTransformer):
+    """An AST transformer that refuses the next cell once :meth:`stop` is called: the only
+    way to stop a cell from ``pre_run_cell``, which IPython calls before it compiles it."""
+
+    def __init__(self) -> None:
+        self._reason: str | None = None
+
+    def stop(self, reason: str) -> None:
+        self._reason = reason
+
+    def visit_Module(self, node: ast.Module) -> ast.Module:  # ast's visitor name
+        reason, self._reason = self._reason, None
+        if reason is not None:
+            raise CellStopped(reason)
+        return node

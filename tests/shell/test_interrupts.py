@@ -1,0 +1,49 @@
+"""Ctrl-C while the guard starts or finishes a cell (issue 14, 13): the cell is stopped before
+it runs, or finishes with its panel frozen; one line, never "Error in callback"."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from ipy_gpuguard.shell.guarded_run import GuardedRun
+
+from ..conftest import guard_magics, guard_threads
+
+
+def press_ctrl_c_during(monkeypatch, method):
+    original = getattr(GuardedRun, method)
+
+    def interrupted(self, *args):
+        os.kill(os.getpid(), signal.SIGINT)  # the stop button, as the guard is busy
+        return original(self, *args)
+
+    monkeypatch.setattr(GuardedRun, method, interrupted)
+
+
+def test_ctrl_c_as_the_guard_starts_stops_the_cell_before_it_runs(shell, monkeypatch, capsys):
+    press_ctrl_c_during(monkeypatch, "start")
+    result = shell.run_cell("%%gpuguard\nran = True")
+    out = capsys.readouterr()
+    assert "ran" not in shell.user_ns
+    assert type(result.error_before_exec).__name__ == "CellStopped"
+    assert "Error in callback" not in out.out + out.err
+    assert "Traceback" not in out.out + out.err
+    assert "KeyboardInterrupt: the cell was interrupted as its guard started" in out.out + out.err
+    assert guard_threads() == []
+    assert guard_magics(shell).session.status_lines()[-1] == "guarded cell running: no"
+    monkeypatch.undo()
+    assert shell.run_cell("%%gpuguard\nran = True").success  # the next cell runs, guarded
+    assert shell.user_ns["ran"] is True
+
+
+def test_ctrl_c_as_the_guard_finishes_still_freezes_the_panel(shell, monkeypatch, capsys):
+    press_ctrl_c_during(monkeypatch, "finish")
+    result = shell.run_cell("%%gpuguard\nvalue = 7")
+    out = capsys.readouterr()
+    assert result.success
+    assert shell.user_ns["value"] == 7
+    assert "ipy_gpuguard · finished" in out.out  # the frozen summary
+    assert "Error in callback" not in out.out + out.err
+    assert out.err.count("interrupted while the guard finished") == 1
+    assert guard_threads() == []
