@@ -191,7 +191,9 @@ class GuardSession:
         run = GuardedRun(
             self.backend,
             options,
-            self.live,
+            # A retry's attempt runs inside its card: only its frozen summary is kept there, so
+            # that a saved notebook never shows a "running" panel of an attempt long finished.
+            self.live and not self.recording_attempt,
             self.config.native_log,
             (note,) if note else (),
             self.gpu_timeouts(options.devices),

@@ -84,8 +84,13 @@ def verdict_lines(state: RetryState, edit: BatchEdit | None) -> list[str]:
         assert verdict.batch_size is not None
         fitted = next(a for a in reversed(state.attempts) if a.batch_size == verdict.batch_size)
         peak = peak_text(fitted.peak_bytes, state.capacity_bytes)
+        searched = (
+            f", the largest of {len(state.attempts)} tried by the search for the largest that fits"
+            if verdict.searched
+            else ""
+        )
         return [
-            f"Fixed: batch size {verdict.batch_size} fits{peak}",
+            f"Fixed: batch size {verdict.batch_size} fits{peak}{searched}",
             *change_lines(edit, state.offer, verdict.batch_size),
             "The notebook's cell still has the old size: change it to keep this one.",
             *(["Remembered for this cell on this device."] if verdict.remembered else []),

@@ -59,6 +59,8 @@ def test_the_retry_button_reruns_the_cell_with_a_smaller_batch_and_reports_succe
         click_id = caused[0]["parent_header"]["msg_id"]
         assert {"msg_id": click_id} in state_updates(caused, output_id)
         assert any(msg["msg_type"] == "display_data" for msg in caused)  # the attempt's panel
+        # ... as its frozen summary only: no live panel to be saved as "running" (issue 14, 21)
+        assert not [msg for msg in caused if msg["msg_type"] == "comm_open"]
         assert evaluate(client, "BATCH_SIZE") == "32"
         assert evaluate(client, "history.params['steps']") == "32"  # 1024 samples / 32
 

@@ -176,3 +176,21 @@ def test_a_failing_action_is_one_line_on_the_card():
     assert "Free GPU memory failed: RuntimeError: allocator gone" in card.status.value
     assert isinstance(card.widget, widgets.VBox)
     card.close()
+
+
+def test_a_search_that_fixed_the_cell_says_so_in_its_lasting_forms():
+    """Issue 14, 21: the text and HTML of a successful --find-max card said nothing of it."""
+    from ipy_gpuguard.protocol import AttemptRecord, RetryOffer, RetryState, RetryVerdict
+
+    offer = RetryOffer(64, 512, None, "", (), (), ())
+    attempts = (
+        AttemptRecord(64, "fits", None, None),
+        AttemptRecord(128, "out_of_memory", None, None),
+        AttemptRecord(96, "fits", None, None),
+    )
+    verdict = RetryVerdict("fixed", 96, None, searched=True, remembered=False)
+    card = replace(CARD, retry=RetryState(offer, attempts, verdict, None, running=False))
+    expected = "Fixed: batch size 96 fits, the largest of 3 tried by the search for the largest"
+    assert expected in card_text(card)
+    assert expected in card_html(card)
+    assert "batch size 128: out of memory" in card_text(card)
