@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
 
-from ipy_gpuguard.ui.card_render import CARD_MIME
+from ipy_gpuguard.protocol import CARD_MIME
 from tests.kernel.client import evaluate, execute, kernel
 from tests.oom_cells import keras_fit_oom
 

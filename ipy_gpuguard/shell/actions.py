@@ -55,6 +55,12 @@ class LiveCard:
         self.parts = replace(self.parts, reclaimed=reclaim)
         return reclaimed_text(reclaim)
 
+    def freed(self, reclaimed: Reclaimed) -> None:
+        """The card shown while memory was freed learns what came back."""
+        reclaim = reclaim_of(reclaimed)
+        self.parts = replace(self.parts, reclaimed=reclaim)
+        self.display.show(self.card, reclaimed_text(reclaim))
+
     def retry(
         self, size: int | None, runs: int, find_max: bool, around: AroundRun | None
     ) -> Attempt | None:
@@ -67,7 +73,8 @@ class LiveCard:
         assert request is not None
         assert request.retry is not None
         retry = request.retry
-        if self.parts.reclaimed is None and self.free_memory is not None:
+        reclaimed = self.parts.reclaimed
+        if (reclaimed is None or reclaimed.pending) and self.free_memory is not None:
             self.free()
         self.parts = replace(self.parts, running=True)
         self.display.progress(self.card, "")  # the buttons say a retry is running

@@ -11,6 +11,9 @@ from ..retry import RetryRequest, batch_edit, retry_actions, retry_state
 from ..ui.remedy_render import card_remedy
 from .reclaim import Reclaimed
 
+#: What a card shows while the failure's memory is being freed, just after it appeared.
+PENDING = Reclaim(pending=True, freed_bytes=None, held_bytes=None, frames_cleared=0)
+
 
 @dataclass(frozen=True)
 class CardParts:

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ipy_gpuguard.ui.card_render import CARD_MIME
+from ipy_gpuguard.protocol import CARD_MIME
 
 from ..watch_cells import GENERATOR
 from .client import collect, evaluate, execute, kernel
