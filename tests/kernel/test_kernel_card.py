@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ipy_gpuguard.ui.card_render import CARD_MIME
+from ipy_gpuguard.protocol import CARD_MIME
 
 from ..oom_cells import keras_fit_oom
 from .client import click, execute, kernel, widget_states
