@@ -41,7 +41,7 @@ FACT_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"Shape: (?P<dtype>[a-z]+\d*)\[(?P<shape>[\d,]*)\]",
         r"rounded to (?P<requested_bytes>\d+)\)",
         r"allocate(?: request for)? [\d.]+\s*[KMGT]?i?B? \((?P<requested_bytes>\d+)(?: bytes|B)\)",
-        r"(?:failed to allocate|trying to allocate|Tried to allocate|Failed to allocate request for)\s+(?P<requested_bytes>"
+        r"(?:failed to allocate|trying to allocate|[Tt]ried to allocate|Failed to allocate request for)\s+(?P<requested_bytes>"
         + _SIZE
         + r")",
         r"Allocation of (?P<requested_bytes>\d+) exceeds",

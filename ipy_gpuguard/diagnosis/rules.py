@@ -230,6 +230,17 @@ RULES: tuple[Rule, ...] = (
         (*_OOM_REMEDIES, "expandable_segments", "stale_process"),
     ),
     Rule(
+        "oom.torch.cpu",
+        Kind.OUT_OF_MEMORY,
+        "Out of CPU memory (PyTorch)",
+        "PyTorch could not allocate<< {requested_bytes}>> of the host's memory<< on {device}>>.",
+        (
+            r"DefaultCPUAllocator: can't allocate memory",
+            r"DefaultCPUAllocator: not enough memory",
+        ),
+        _OOM_REMEDIES,
+    ),
+    Rule(
         "oom.hip",
         Kind.OUT_OF_MEMORY,
         "Out of {memory_of} memory (ROCm)",

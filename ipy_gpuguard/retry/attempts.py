@@ -125,7 +125,9 @@ class CellRetry:
         around: AroundRun | None = None,
     ) -> Attempt | None:
         """Attempt by itself, up to ``runs`` times; stops at a failure other than memory, or
-        when memory is not coming back. Returns the last attempt."""
+        when memory is not coming back, after a last run at the largest size that fitted (so
+        that the search ends on a run that fits, whose variables the cell then has). Returns
+        the last attempt."""
         if find_max and not self.search.settings.find_max:
             self.search = self._new_search(True, self.search.trials)
         last = None
@@ -135,7 +137,13 @@ class CellRetry:
                 break
             last = self.attempt(step.size, around)
             report(last)
-            if not (last.fits or last.outcome.out_of_memory) or self.memory_held(last):
+            if not (last.fits or last.outcome.out_of_memory):
+                break
+            if self.memory_held(last):
+                best = self.search.largest_fitting
+                if best is not None:  # end on a run that fits: its variables are the cell's
+                    last = self.attempt(best, around)
+                    report(last)
                 break
         return last
 

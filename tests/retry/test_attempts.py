@@ -176,3 +176,31 @@ def test_files_that_cannot_be_written_do_not_undo_a_fix(shell, tmp_path, capsys)
     assert "the guard failed" not in captured.err
     assert captured.err.count("ipy_gpuguard: cannot remember batch size 32") == 1
     assert captured.err.count("ipy_gpuguard: cannot write the incident log") == 1
+
+
+def test_a_search_whose_probe_leaves_memory_held_ends_on_a_run_that_fits():
+    """Issue 14, 8: --find-max stopped after a failed probe with memory held: the reply was
+    ``error``, the batch size the failed one's, the model the failed attempt's."""
+    from ipy_gpuguard.retry import FIXED, decide
+
+    cell = "BATCH = 256\nmodel.fit(x, batch_size=BATCH)\n"
+    ran = []
+
+    def run(rewritten):
+        size = int(rewritten.source.split("BATCH = ")[1].split()[0])
+        ran.append(size)
+        if size <= 100:
+            return RunOutcome(finished=True, peak_bytes=size * 2**24)
+        return RunOutcome(
+            finished=True, error="OOM", out_of_memory=True, allocator_after_bytes=2**31
+        )
+
+    finding = find_batch_size(cell)
+    first_failure = Trial(256, False, fit_fraction=0.25)  # the estimate: start at 64, which fits
+    setup = RetrySetup(cell, finding, 256, first_failure, 8 * 2**30, 0)
+    retry = CellRetry(setup, run, find_max=True)
+    last = retry.auto(12, find_max=True, report=lambda attempt: None)
+    assert any(size > 100 for size in ran)  # a probe failed and left memory held...
+    assert last.fits  # ... and the search ended on a run that fits,
+    assert last.size == retry.search.largest_fitting == ran[-1]  # at the size it reports
+    assert decide(retry, last).state == FIXED
