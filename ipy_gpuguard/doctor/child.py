@@ -37,10 +37,11 @@ def torch() -> dict[str, Any]:
     import torch
 
     cuda = torch.cuda
+    cudnn: Any = torch.backends.cudnn  # untyped where torch is installed, unknown where not
     count = cuda.device_count() if cuda.is_available() else 0
     build = {
         "cuda_version": torch.version.cuda,
-        "cudnn_version": torch.backends.cudnn.version(),
+        "cudnn_version": cudnn.version(),
         "is_cuda_build": torch.version.cuda is not None,
     }
     gpus = [f"cuda:{index} ({cuda.get_device_name(index)})" for index in range(count)]

@@ -24,7 +24,10 @@ log = logging.getLogger(__name__)
 
 
 class FrameworkAllocators:
-    """Reads the allocator of whichever framework is in use, TensorFlow first.
+    """Reads the allocator of whichever framework is in use: TensorFlow, PyTorch, then JAX.
+
+    The allocator, not the device, measures a run: TensorFlow and JAX reserve most of a GPU at
+    once, so NVML's "used" stays flat whatever the batch.
 
     Parameters
     ----------
@@ -59,6 +62,14 @@ class FrameworkAllocators:
             peak = self._quiet("torch max_memory_allocated", torch_cuda.max_memory_allocated, index)
             if current is not None and peak is not None:
                 return AllocatorReading("PyTorch", int(current), int(peak))
+        device = self._jax_device(index)
+        if device is not None:
+            stats = self._quiet("JAX memory_stats", device.memory_stats) or {}
+            if "bytes_in_use" in stats:
+                # JAX's own peak counts from the start of the process and cannot be reset: the
+                # cell's peak is the highest of its samples (the sampler keeps it).
+                in_use = int(stats["bytes_in_use"])
+                return AllocatorReading("JAX", in_use, in_use)
         return None
 
     def reset_peaks(self, indices: Iterable[int]) -> None:
@@ -92,6 +103,18 @@ class FrameworkAllocators:
         cuda = getattr(torch, "cuda", None)
         # is_initialized() is false until torch itself has created a CUDA context
         return cuda if cuda is not None and self._quiet("torch", cuda.is_initialized) else None
+
+    def _jax_device(self, index: int) -> Any:
+        """JAX's GPU ``index``, once JAX has set up its backends (asking earlier would set them
+        up, and take 75% of the GPU)."""
+        if self._device_type != "GPU":
+            return None
+        jax = self._modules.get("jax")
+        bridge = self._modules.get("jax._src.xla_bridge")
+        if jax is None or not getattr(bridge, "_backends", None):
+            return None
+        devices = self._quiet("JAX devices", jax.devices, "gpu") or ()
+        return devices[index] if index < len(devices) else None
 
     def _quiet(self, what: str, function: Any, *args: Any) -> Any:
         """Telemetry never raises: a failure is ``None``, logged the first time it happens."""

@@ -6,7 +6,9 @@ import sys
 import textwrap
 import types
 
-from ipy_gpuguard.telemetry import FrameworkAllocators
+import pytest
+
+from ipy_gpuguard.telemetry import AllocatorReading, FrameworkAllocators
 
 
 def run_tensorflow(script, **env):
@@ -80,3 +82,35 @@ def test_torch_is_read_only_once_it_has_created_a_cuda_context():
 
 def test_frameworks_not_imported_are_not_read():
     assert FrameworkAllocators(modules={}).read(0) is None
+
+
+class FakeJaxDevice:
+    """A JAX GPU device as ``jax.Device`` answers ``memory_stats()`` on a real GPU."""
+
+    def __init__(self, in_use):
+        self.in_use = in_use
+
+    def memory_stats(self):
+        return {"bytes_in_use": self.in_use, "peak_bytes_in_use": 70 * 2**30, "bytes_limit": 2**36}
+
+
+def fake_jax(devices, initialised=True):
+    jax = types.ModuleType("jax")
+    jax.devices = lambda kind=None: devices
+    bridge = types.ModuleType("jax._src.xla_bridge")
+    bridge._backends = {"cuda": object()} if initialised else {}
+    return {"jax": jax, "jax._src.xla_bridge": bridge}
+
+
+def test_jax_is_read_from_its_allocator_not_its_preallocated_device():
+    """Issue 14, 9: NVML's "used" is flat under JAX's 75% preallocation."""
+    allocators = FrameworkAllocators("GPU", fake_jax([FakeJaxDevice(3 * 2**30)]))
+    reading = allocators.read(0)
+    assert reading == AllocatorReading("JAX", 3 * 2**30, 3 * 2**30)  # not the lifetime peak
+    assert allocators.read(1) is None
+
+
+def test_jax_is_not_asked_before_it_set_up_its_backends():
+    modules = fake_jax([FakeJaxDevice(2**30)], initialised=False)
+    modules["jax"].devices = lambda kind=None: pytest.fail("would set up JAX's backends")
+    assert FrameworkAllocators("GPU", modules).read(0) is None
