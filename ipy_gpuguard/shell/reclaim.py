@@ -70,8 +70,10 @@ def free_failure_memory(
     if error is not None:
         cleared = clear_chain_frames(error)
     _drop_last_exception()
-    clear_keras_session(sys.modules if modules is None else modules)
+    loaded = sys.modules if modules is None else modules
+    clear_keras_session(loaded)
     gc.collect()
+    release_cached_blocks(loaded)
     return Reclaimed(baseline_bytes, before, read_allocator(), cleared)
 
 
@@ -122,6 +124,16 @@ def clear_keras_session(modules: Mapping[str, ModuleType]) -> None:
         backend.clear_session()
     if keeps_policy:
         config.set_dtype_policy(policy)
+
+
+def release_cached_blocks(modules: Mapping[str, ModuleType]) -> None:
+    """Give PyTorch's cached free blocks back to the driver, so that NVML and other processes
+    see the memory again (its allocator keeps them for reuse otherwise). JAX's and TensorFlow's
+    pools are theirs until the process ends: a restart is what frees them, as the card says."""
+    torch: Any = modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    if cuda is not None and cuda.is_initialized():
+        cuda.empty_cache()
 
 
 def _drop_last_exception() -> None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import sys
+import types
 
 import keras
 
@@ -73,3 +74,16 @@ def test_freeing_keeps_the_namespace_of_an_embedded_shell():
         caught = error
     free_failure_memory(caught, lambda: None, None)
     assert namespace == {"kept": 1, "partial": 2}
+
+
+def test_pytorchs_cached_blocks_go_back_to_the_driver_once_freed():
+    """Issue 14, 7: the caching allocator kept what a failed attempt freed, out of NVML's sight."""
+    calls = []
+    cuda = types.SimpleNamespace(
+        is_initialized=lambda: True, empty_cache=lambda: calls.append("empty_cache")
+    )
+    free_failure_memory(None, lambda: None, None, {"torch": types.SimpleNamespace(cuda=cuda)})
+    assert calls == ["empty_cache"]
+    idle = types.SimpleNamespace(is_initialized=lambda: False, empty_cache=lambda: calls.append(1))
+    free_failure_memory(None, lambda: None, None, {"torch": types.SimpleNamespace(cuda=idle)})
+    assert calls == ["empty_cache"]  # a CUDA that torch never set up is left alone
