@@ -32,10 +32,23 @@ from tests.oom_cells import keras_fit_oom
 RUNS = 20
 
 
-def failing_cell() -> str:
-    body = (
-        keras_fit_oom(jit_compile=False).replace("model.fit(", "try:\n    model.fit(")
-        + "except Exception:\n    _caught_at = time.time()\n    raise\n"
+#: For JAX and PyTorch, whose compiled steps let XLA fold a memory hog inside ``fit`` away: the
+#: same impossible allocation (4 TiB a sample, 32 samples) asked of Keras' backend directly.
+EAGER_OOM = """import keras
+try:
+    big = keras.random.uniform((32, 2**20, 2**20))
+    keras.ops.convert_to_numpy(big[0, 0, :1])  # JAX dispatches asynchronously: wait for it
+except Exception:
+    _caught_at = time.time()
+    raise
+"""
+
+
+def failing_cell(backend: str = "tensorflow") -> str:
+    if backend != "tensorflow":
+        return "%%gpuguard --interval 0.5\nimport time\n" + EAGER_OOM
+    body = keras_fit_oom(jit_compile=False).replace("model.fit(", "try:\n    model.fit(") + (
+        "except Exception:\n    _caught_at = time.time()\n    raise\n"
     )
     return "%%gpuguard --interval 0.5\nimport time\n" + body
 
@@ -56,9 +69,9 @@ def measure(backend: str) -> tuple[list[float], list[float]]:
     to_traceback, to_card = [], []
     with kernel(**env) as client:
         execute(client, "%load_ext ipy_gpuguard")
-        execute(client, failing_cell(), timeout=300)  # warm-up: imports, tracing, first card
+        execute(client, failing_cell(backend), timeout=300)  # warm-up: imports, tracing, first card
         for _ in range(RUNS):
-            run = execute(client, failing_cell(), timeout=300)
+            run = execute(client, failing_cell(backend), timeout=300)
             caught = float(evaluate(client, "_caught_at"))
             (error,) = run.of_type("error")
             (card,) = [

@@ -45,6 +45,7 @@ FACT_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         + _SIZE
         + r")",
         r"Allocation of (?P<requested_bytes>\d+) exceeds",
+        r"Out of memory allocating (?P<requested_bytes>\d+) bytes",
         r"by allocator (?P<allocator>[\w.]+)",
         r"Allocator \((?P<allocator>(?P<device>(?:GPU|CPU)_\d+)_bfc)\) ran out of memory",
         r"Allocator \((?P<allocator>(?P<device>bfc_cpu)_allocator\w*)\) ran out of memory",

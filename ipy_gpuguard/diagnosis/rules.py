@@ -214,6 +214,7 @@ RULES: tuple[Rule, ...] = (
         (
             r"Out of memory while trying to allocate",
             r"RESOURCE_EXHAUSTED: Failed to allocate request for",
+            r"Out of memory allocating \d+ bytes",
         ),
         (*_OOM_REMEDIES, "xla_off", "stale_process"),
     ),
