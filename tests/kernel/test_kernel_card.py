@@ -8,19 +8,13 @@ import pytest
 from ipy_gpuguard.protocol import CARD_MIME
 
 from ..oom_cells import keras_fit_oom
-from .client import click, execute, kernel, widget_states
+from .client import click, execute, keras_kernel, widget_states
 
 pytestmark = pytest.mark.kernel
 
 
 def test_the_card_arrives_under_an_intact_traceback_and_its_button_frees_memory(tmp_path):
-    with kernel(
-        GPUGUARD_SIMULATE="8GiB",
-        TF_CPU_ALLOCATOR_USE_BFC="true",
-        TF_ENABLE_ONEDNN_OPTS="0",
-        JUPYTER_DATA_DIR=str(tmp_path),
-    ) as client:
-        assert execute(client, "%load_ext ipy_gpuguard").status == "ok"
+    with keras_kernel(tmp_path, TF_CPU_ALLOCATOR_USE_BFC="true") as client:
         failed = execute(
             client, "%%gpuguard --interval 0.2\n" + keras_fit_oom(jit_compile=False), timeout=240
         )
