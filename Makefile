@@ -10,6 +10,9 @@ $(VENV)/.installed: setup.py pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	# An editable install does not install data files: enable the server extension by hand.
+	mkdir -p $(VENV)/etc/jupyter/jupyter_server_config.d
+	cp jupyter-config/jupyter_server_config.d/ipy_gpuguard.json $(VENV)/etc/jupyter/jupyter_server_config.d/
 	touch $@
 
 ## Run the demo notebooks headless (a simulated 8 GiB GPU where there is no real one) into build/notebooks/.

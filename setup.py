@@ -16,6 +16,7 @@ TEST = [
     "nbclient>=0.10",
     "nbformat>=5.10",
     "jsonschema>=4.18",  # the protocol's JSON Schema, checked as the TypeScript side will
+    "pytest-jupyter[server]>=0.10",  # a real jupyter_server for the server extension's tests
     # A CPU build of TensorFlow: real Keras training and real allocator errors without a GPU.
     'tensorflow-cpu>=2.16; platform_system == "Linux" or platform_system == "Windows"',
     'tensorflow>=2.16; platform_system == "Darwin"',
@@ -30,6 +31,14 @@ setup(
     license="BSD-3-Clause",
     packages=find_packages(include=["ipy_gpuguard", "ipy_gpuguard.*"]),
     package_data={"ipy_gpuguard.protocol": ["schema.json"]},
+    # Enables the server extension wherever the package is installed (not by editable installs:
+    # `make` copies it into the virtual environment for the developer).
+    data_files=[
+        (
+            "etc/jupyter/jupyter_server_config.d",
+            ["jupyter-config/jupyter_server_config.d/ipy_gpuguard.json"],
+        )
+    ],
     python_requires=">=3.10",
     install_requires=[
         "ipython>=8.12",
@@ -38,6 +47,7 @@ setup(
         "traitlets>=5.9",
         "nvidia-ml-py>=12.535",
         "psutil>=5.9",
+        "jupyter_server>=2.0",
     ],
     entry_points={"console_scripts": ["ipy-gpuguard = ipy_gpuguard.cli:main"]},
     extras_require={

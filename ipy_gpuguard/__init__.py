@@ -38,6 +38,12 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'ipy_gpuguard' has no attribute {name!r}")
 
 
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """The jupyter_server extension (``ipy_gpuguard.server``), enabled by the config file
+    installed with the package."""
+    return [{"module": "ipy_gpuguard.server"}]
+
+
 def load_ipython_extension(ipython: Any) -> None:
     """Called by ``%load_ext ipy_gpuguard``."""
     from .shell import load

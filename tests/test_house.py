@@ -10,7 +10,17 @@ import ipy_gpuguard
 PACKAGE = Path(ipy_gpuguard.__file__).parent
 #: The only modules at the top of the package; everything else lives in a room.
 TOP_LEVEL = {"__init__", "__main__", "_version", "cli"}
-ROOMS = {"shell", "retry", "protocol", "telemetry", "watchdog", "diagnosis", "ui", "doctor"}
+ROOMS = {
+    "shell",
+    "retry",
+    "protocol",
+    "telemetry",
+    "watchdog",
+    "diagnosis",
+    "ui",
+    "doctor",
+    "server",
+}
 #: Rooms that import neither IPython nor widgets, and nothing of shell/ or ui/.
 PURE = {"protocol", "telemetry", "watchdog", "diagnosis", "retry"}
 

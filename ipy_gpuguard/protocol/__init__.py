@@ -39,6 +39,7 @@ from .card import (
     TextEdit,
 )
 from .encode import SCHEMA_VERSION, schema, to_json
+from .meter import KernelShare, MeterDevice, MeterReading
 from .state import DeviceState, KernelState, RunningCell
 
 __all__ = [
@@ -62,8 +63,11 @@ __all__ = [
     "DeviceSeries",
     "DeviceState",
     "Fact",
+    "KernelShare",
     "KernelState",
     "Link",
+    "MeterDevice",
+    "MeterReading",
     "Reclaim",
     "RetryOffer",
     "RetryState",

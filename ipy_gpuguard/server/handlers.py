@@ -1,0 +1,69 @@
+"""The server extension's endpoints under ``/ipy-gpuguard/api/v1/``: authenticated, read-only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import APIHandler
+from tornado import web
+
+from ..protocol import to_json
+from .meter import Meter, process_tree
+
+#: The resource the server's authorizer is asked about, for both endpoints (read only).
+AUTH_RESOURCE = "ipy_gpuguard"
+
+
+class DevicesHandler(APIHandler):
+    """``GET devices``: every GPU and each running kernel's share (the meter's reading)."""
+
+    auth_resource = AUTH_RESOURCE
+
+    def initialize(self, meter: Meter) -> None:
+        self._meter = meter
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        manager: Any = self.kernel_manager
+        kernels = {
+            kernel_id: process_tree(_pid(manager, kernel_id))
+            for kernel_id in manager.list_kernel_ids()
+        }
+        reading = await self._meter.reading(kernels)
+        self.finish(json.dumps(to_json(reading)))
+
+
+class KernelStateHandler(APIHandler):
+    """``GET kernels/<id>/state``: what the kernel last recorded; 404 when it recorded nothing."""
+
+    auth_resource = AUTH_RESOURCE
+
+    def initialize(self, runtime_dir: str) -> None:
+        self._folder = Path(runtime_dir) / "ipy_gpuguard"
+
+    @web.authenticated
+    @authorized
+    def get(self, kernel_id: str) -> None:
+        path = self._folder / f"kernel-{kernel_id}.json"
+        try:
+            state = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise web.HTTPError(404, f"kernel {kernel_id} has recorded no state") from None
+        except (OSError, ValueError) as error:
+            raise web.HTTPError(
+                500, f"the state of kernel {kernel_id} cannot be read: {error}"
+            ) from None
+        self.finish(json.dumps(state))
+
+
+def _pid(manager: Any, kernel_id: str) -> int | None:
+    """The kernel's process id, where its provisioner knows it (a local kernel)."""
+    try:
+        pid = manager.get_kernel(kernel_id).provisioner.pid
+    except (AttributeError, KeyError):
+        return None
+    return pid if isinstance(pid, int) else None

@@ -1,0 +1,133 @@
+"""The GPU meter's reading: every GPU, and the memory each kernel of this server holds on them.
+
+One reading is shared by every client and refreshed at most once a second; NVML is called only
+in a worker thread, never on the server's event loop (an NVML call can block on a busy driver).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Mapping
+
+from ..protocol import KernelShare, MeterDevice, MeterReading
+from ..telemetry import DeviceBackend, open_backend
+
+#: Seconds a reading is served before the next one is taken.
+MIN_INTERVAL_S = 1.0
+#: What the meter says when NVML's pids are not this server's (a container without the host's
+#: pid namespace): a kernel's share would be zero, which would be a lie.
+NOT_ATTRIBUTABLE = (
+    "cannot attribute GPU memory to kernels: NVML reports the processes of another pid "
+    "namespace (a container)"
+)
+
+#: Each kernel's processes: its own pid and its children's, or nothing when it has none yet.
+KernelPids = Mapping[str, tuple[int, ...]]
+
+
+class Meter:
+    """Owns the telemetry source of the server and the last reading.
+
+    Parameters
+    ----------
+    open_telemetry
+        Opens NVML, or simulated devices from ``GPUGUARD_SIMULATE`` where NVML finds no GPU.
+    pid_exists
+        Whether a pid is a process of this pid namespace (``psutil.pid_exists``).
+    """
+
+    def __init__(
+        self,
+        open_telemetry: Callable[[str], DeviceBackend] = open_backend,
+        simulate: str | None = None,
+        pid_exists: Callable[[int], bool] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._open = open_telemetry
+        self._simulate = os.environ.get("GPUGUARD_SIMULATE", "") if simulate is None else simulate
+        self._pid_exists = pid_exists
+        self._clock = clock
+        self._backend: DeviceBackend | None = None
+        self._lock = asyncio.Lock()
+        self._cached: tuple[float, MeterReading] | None = None
+
+    async def reading(self, kernels: KernelPids) -> MeterReading:
+        """The shared reading, taken again in a worker thread when it is older than a second."""
+        async with self._lock:
+            now = self._clock()
+            if self._cached is None or now - self._cached[0] >= MIN_INTERVAL_S:
+                self._cached = (now, await asyncio.to_thread(self.read, kernels))
+            return self._cached[1]
+
+    def read(self, kernels: KernelPids) -> MeterReading:
+        """Read every device and the kernels' shares (blocking: a worker thread's job)."""
+        if self._backend is None:
+            self._backend = self._open(self._simulate)
+        backend = self._backend
+        infos = backend.devices()
+        devices = []
+        holders: dict[int, int] = {}
+        for info in infos:
+            reading = backend.read(info.index)
+            devices.append(
+                MeterDevice(
+                    index=info.index,
+                    name=info.name,
+                    simulated=info.simulated,
+                    used_bytes=reading.used_bytes,
+                    total_bytes=reading.total_bytes or info.total_bytes,
+                    utilization_percent=reading.utilization_percent,
+                    temperature_c=reading.temperature_c,
+                    problem=reading.problem,
+                )
+            )
+            for pid, used in backend.other_processes(info.index):
+                holders[pid] = holders.get(pid, 0) + used
+        attribution = self._attribution(holders)
+        shares = () if attribution else _shares(kernels, holders)
+        source = backend.kind if infos or backend.kind != "none" else "none"
+        return MeterReading(
+            source=source if source in ("nvml", "simulated") else "none",
+            reason=None if infos else backend.summary,
+            updated_at=time.time(),
+            devices=tuple(devices),
+            kernels=shares,
+            attribution=attribution,
+        )
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
+
+    def _attribution(self, holders: Mapping[int, int]) -> str | None:
+        exists = self._pid_exists
+        if exists is None:
+            import psutil
+
+            exists = psutil.pid_exists
+        if holders and not any(exists(pid) for pid in holders):
+            return NOT_ATTRIBUTABLE
+        return None
+
+
+def _shares(kernels: KernelPids, holders: Mapping[int, int]) -> tuple[KernelShare, ...]:
+    return tuple(
+        KernelShare(kernel_id, pids, sum(holders.get(pid, 0) for pid in pids))
+        for kernel_id, pids in sorted(kernels.items())
+    )
+
+
+def process_tree(pid: int | None) -> tuple[int, ...]:
+    """A kernel's pid and its children's (a framework may run work in a child process)."""
+    if pid is None:
+        return ()
+    import psutil
+
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return (pid,)
+    return (pid, *(child.pid for child in children))

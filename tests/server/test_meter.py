@@ -1,0 +1,89 @@
+"""The meter's reading: kernels' shares from NVML's process list, one reading a second, NVML
+only in a worker thread, and what it says when it cannot attribute or read anything."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from ipy_gpuguard.protocol import to_json
+from ipy_gpuguard.server.meter import NOT_ATTRIBUTABLE, Meter
+from ipy_gpuguard.telemetry import DeviceInfo, DeviceReading, NoTelemetry
+
+from ..protocol.validate import assert_valid
+
+GIB = 2**30
+
+
+class FakeNvml:
+    """Two GPUs; a kernel (pid 100, child 101) and another process (pid 7) hold memory."""
+
+    kind = "nvml"
+    summary = "NVML 12.0, driver 550"
+
+    def __init__(self):
+        self.threads = []
+
+    def devices(self):
+        return (DeviceInfo(0, "H100", 80 * GIB), DeviceInfo(1, "H100", 80 * GIB))
+
+    def read(self, index):
+        self.threads.append(threading.current_thread())
+        return DeviceReading(used_bytes=(10 + index) * GIB, total_bytes=80 * GIB)
+
+    def other_processes(self, index):
+        return ((100, 4 * GIB), (101, 1 * GIB), (7, 2 * GIB)) if index == 0 else ((100, 3 * GIB),)
+
+    def close(self):
+        pass
+
+
+class Clock:
+    now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_each_kernel_gets_the_memory_of_its_processes_on_every_gpu():
+    meter = Meter(lambda spec: FakeNvml(), "", pid_exists=lambda pid: True)
+    reading = meter.read({"k1": (100, 101), "k2": (200,)})
+    assert_valid("MeterReading", to_json(reading))
+    shares = {share.kernel_id: share.used_bytes for share in reading.kernels}
+    assert shares == {"k1": 8 * GIB, "k2": 0}
+    assert reading.attribution is None
+    assert [device.used_bytes for device in reading.devices] == [10 * GIB, 11 * GIB]
+
+
+def test_pids_of_another_namespace_are_said_not_counted_as_zero():
+    meter = Meter(lambda spec: FakeNvml(), "", pid_exists=lambda pid: False)
+    reading = meter.read({"k1": (100,)})
+    assert reading.attribution == NOT_ATTRIBUTABLE
+    assert reading.kernels == ()
+
+
+def test_without_nvml_the_reason_is_one_line():
+    meter = Meter(lambda spec: NoTelemetry("NVML library not found (libnvidia-ml.so.1)"), "")
+    reading = meter.read({})
+    assert reading.source == "none"
+    assert reading.reason == "NVML library not found (libnvidia-ml.so.1)"
+    assert reading.devices == ()
+
+
+def test_one_reading_a_second_taken_off_the_event_loop():
+    nvml, clock = FakeNvml(), Clock()
+    meter = Meter(lambda spec: nvml, "", pid_exists=lambda pid: True, clock=clock)
+
+    async def clients():
+        loop_thread = threading.current_thread()
+        first = await meter.reading({})
+        again = await meter.reading({})  # a second client within the second: the same reading
+        clock.now = 1.0
+        later = await meter.reading({})
+        return loop_thread, first, again, later
+
+    loop_thread, first, again, later = asyncio.run(clients())
+    assert again is first
+    assert later is not first
+    assert len(nvml.threads) == 4  # two readings of two GPUs
+    assert loop_thread not in nvml.threads
