@@ -7,9 +7,11 @@ in a worker thread, never on the server's event loop (an NVML call can block on 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from ..protocol import KernelShare, MeterDevice, MeterReading
 from ..telemetry import DeviceBackend, open_backend
@@ -36,6 +38,9 @@ class Meter:
         Opens NVML, or simulated devices from ``GPUGUARD_SIMULATE`` where NVML finds no GPU.
     pid_exists
         Whether a pid is a process of this pid namespace (``psutil.pid_exists``).
+    state_dir
+        Where the kernels record their state: a simulated device has no process list, so a
+        kernel's share of it is what the kernel last recorded.
     """
 
     def __init__(
@@ -44,8 +49,10 @@ class Meter:
         simulate: str | None = None,
         pid_exists: Callable[[int], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        state_dir: Path | None = None,
     ) -> None:
         self._open = open_telemetry
+        self._state_dir = state_dir
         self._simulate = os.environ.get("GPUGUARD_SIMULATE", "") if simulate is None else simulate
         self._pid_exists = pid_exists
         self._clock = clock
@@ -86,7 +93,10 @@ class Meter:
             for pid, used in backend.other_processes(info.index):
                 holders[pid] = holders.get(pid, 0) + used
         attribution = self._attribution(holders)
-        shares = () if attribution else _shares(kernels, holders)
+        if backend.kind == "simulated":
+            shares = self._recorded_shares(kernels)
+        else:
+            shares = () if attribution else _shares(kernels, holders)
         source = backend.kind if infos or backend.kind != "none" else "none"
         return MeterReading(
             source=source if source in ("nvml", "simulated") else "none",
@@ -101,6 +111,19 @@ class Meter:
         if self._backend is not None:
             self._backend.close()
             self._backend = None
+
+    def _recorded_shares(self, kernels: KernelPids) -> tuple[KernelShare, ...]:
+        """Each kernel's simulated memory, from its state file (none yet: nothing recorded)."""
+        shares = []
+        for kernel_id, pids in sorted(kernels.items()):
+            path = (self._state_dir or Path()) / f"kernel-{kernel_id}.json"
+            try:
+                state = json.loads(path.read_text(encoding="utf-8"))
+                used = sum(device.get("used_bytes") or 0 for device in state.get("devices", ()))
+            except (OSError, ValueError, AttributeError, TypeError):
+                continue
+            shares.append(KernelShare(kernel_id, pids, int(used)))
+        return tuple(shares)
 
     def _attribution(self, holders: Mapping[int, int]) -> str | None:
         exists = self._pid_exists

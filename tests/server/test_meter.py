@@ -87,3 +87,22 @@ def test_one_reading_a_second_taken_off_the_event_loop():
     assert later is not first
     assert len(nvml.threads) == 4  # two readings of two GPUs
     assert loop_thread not in nvml.threads
+
+
+class FakeSimulated(FakeNvml):
+    kind = "simulated"
+    summary = "simulated device(s): 8.00 GiB"
+
+    def other_processes(self, index):
+        return ()
+
+
+def test_a_kernels_share_of_a_simulated_gpu_is_what_it_recorded(tmp_path):
+    (tmp_path / "kernel-k1.json").write_text(
+        '{"devices": [{"index": 0, "used_bytes": 1073741824}, {"index": 1, "used_bytes": null}]}'
+    )
+    meter = Meter(
+        lambda spec: FakeSimulated(), "8GiB", pid_exists=lambda p: True, state_dir=tmp_path
+    )
+    reading = meter.read({"k1": (100,), "k2": (200,)})
+    assert [(share.kernel_id, share.used_bytes) for share in reading.kernels] == [("k1", GIB)]
