@@ -21,6 +21,7 @@ def _load_jupyter_server_extension(server_app: Any) -> None:
     """Register the endpoints; NVML is opened on the first request, in a worker thread."""
     meter = Meter(state_dir=Path(server_app.runtime_dir) / "ipy_gpuguard")
     web_app = server_app.web_app
+    web_app.settings["ipy_gpuguard_meter"] = meter
     base = url_path_join(web_app.settings["base_url"], API_PATH)
     web_app.add_handlers(
         ".*$",

@@ -51,7 +51,7 @@ class Meter:
         clock: Callable[[], float] = time.monotonic,
         state_dir: Path | None = None,
     ) -> None:
-        self._open = open_telemetry
+        self.open_telemetry = open_telemetry
         self._state_dir = state_dir
         self._simulate = os.environ.get("GPUGUARD_SIMULATE", "") if simulate is None else simulate
         self._pid_exists = pid_exists
@@ -71,7 +71,7 @@ class Meter:
     def read(self, kernels: KernelPids) -> MeterReading:
         """Read every device and the kernels' shares (blocking: a worker thread's job)."""
         if self._backend is None:
-            self._backend = self._open(self._simulate)
+            self._backend = self.open_telemetry(self._simulate)
         backend = self._backend
         infos = backend.devices()
         devices = []

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 
+import pynvml
 import pytest
 from tornado.httpclient import HTTPClientError
 
+from ipy_gpuguard.telemetry import open_backend
+from ipy_gpuguard.telemetry.nvml import NvmlBackend
+
 from ..protocol.validate import assert_valid
+from ..telemetry.fake_pynvml import FakeGpu, make_fake_nvml
 
 
 @pytest.fixture
@@ -41,3 +47,37 @@ async def test_a_kernels_state_is_404_until_it_records_one(jp_fetch, jp_runtime_
     (folder / "kernel-k-1.json").write_text(json.dumps({"pid": 42, "running": True}))
     response = await jp_fetch("ipy-gpuguard", "api", "v1", "kernels", "k-1", "state")
     assert json.loads(response.body) == {"pid": 42, "running": True}
+
+
+def fake_nvml_meter(jp_serverapp, gpus, init_error=None):
+    """The server's meter reading the fake ``pynvml`` (nvidia-ml-py's own error classes)."""
+    meter = jp_serverapp.web_app.settings["ipy_gpuguard_meter"]
+    nvml = make_fake_nvml(gpus, init_error=init_error)
+    meter.open_telemetry = lambda spec: open_backend(spec, lambda: NvmlBackend.open(nvml))
+    return meter
+
+
+async def test_a_kernels_pid_in_nvmls_process_list_is_its_share(jp_fetch, jp_serverapp):
+    started = await jp_fetch("api", "kernels", method="POST", body="{}")
+    kernel_id = json.loads(started.body)["id"]
+    pid = jp_serverapp.kernel_manager.get_kernel(kernel_id).provisioner.pid
+    gpu = FakeGpu(processes=[(pid, 3 * 2**30), (os.getpid(), 2**30)])
+    fake_nvml_meter(jp_serverapp, [gpu])
+    response = await jp_fetch("ipy-gpuguard", "api", "v1", "devices")
+    reading = json.loads(response.body)
+    assert_valid("MeterReading", reading)
+    assert reading["source"] == "nvml"
+    assert reading["devices"][0]["name"] == "NVIDIA A100-SXM4-80GB"
+    shares = {share["kernel_id"]: share["used_bytes"] for share in reading["kernels"]}
+    assert shares == {kernel_id: 3 * 2**30}
+    await jp_fetch("api", "kernels", kernel_id, method="DELETE")
+
+
+async def test_without_a_driver_the_reading_says_why_in_one_line(jp_fetch, jp_serverapp):
+    fake_nvml_meter(jp_serverapp, [FakeGpu()], init_error=pynvml.NVML_ERROR_DRIVER_NOT_LOADED)
+    response = await jp_fetch("ipy-gpuguard", "api", "v1", "devices")
+    reading = json.loads(response.body)
+    assert reading["source"] == "none"
+    assert reading["devices"] == []
+    assert "driver" in reading["reason"].lower()
+    assert "\n" not in reading["reason"]
