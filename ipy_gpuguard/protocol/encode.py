@@ -7,7 +7,6 @@ import json
 from collections.abc import Mapping
 from enum import Enum
 from functools import cache
-from importlib import resources
 from typing import Any
 
 #: The version of every record this package writes (cards, action results, kernel state).
@@ -33,6 +32,8 @@ def to_json(value: Any) -> Any:
 @cache
 def schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of the protocol, as shipped in ``schema.json``."""
+    from importlib import resources  # only tests and the frontend's build read it: not at load
+
     text = resources.files(__package__).joinpath("schema.json").read_text(encoding="utf-8")
     loaded: dict[str, Any] = json.loads(text)
     return loaded
