@@ -51,15 +51,13 @@ class LiveCard:
     def free(self) -> str:
         """Free what the failure pinned; returns what came back, in a sentence."""
         assert self.free_memory is not None
-        reclaim = reclaim_of(self.free_memory())
-        self.parts = replace(self.parts, reclaimed=reclaim)
-        return reclaimed_text(reclaim)
+        return self.freed(self.free_memory())
 
-    def freed(self, reclaimed: Reclaimed) -> None:
-        """The card shown while memory was freed learns what came back."""
+    def freed(self, reclaimed: Reclaimed) -> str:
+        """Record what freeing gave back (the card shows it next); returns it in a sentence."""
         reclaim = reclaim_of(reclaimed)
         self.parts = replace(self.parts, reclaimed=reclaim)
-        self.display.show(self.card, reclaimed_text(reclaim))
+        return reclaimed_text(reclaim)
 
     def retry(
         self, size: int | None, runs: int, find_max: bool, around: AroundRun | None

@@ -101,7 +101,8 @@ def remediate(
     reclaimed = None
     if freeing:
         reclaimed = free_failure_memory(error, run.read_allocator, run.allocator_baseline_bytes)
-        live.freed(reclaimed)
+        message = live.freed(reclaimed)
+        live.display.show(live.card, message)
     del error  # nothing below needs it, and it holds the traceback
     if auto and request is not None:
         settings = request.settings
