@@ -44,6 +44,12 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
     return [{"module": "ipy_gpuguard.server"}]
 
 
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """The prebuilt lab extension (``labextension/``, built into ``ipy_gpuguard/labextension``),
+    for ``jupyter labextension develop``; a wheel installs it as data files."""
+    return [{"src": "labextension", "dest": "ipy-gpuguard"}]
+
+
 def load_ipython_extension(ipython: Any) -> None:
     """Called by ``%load_ext ipy_gpuguard``."""
     from .shell import load

@@ -19,6 +19,7 @@ from .actions import (
     Action,
     ActionArgs,
     ActionResult,
+    LiveCards,
     parse_action,
 )
 from .card import (
@@ -40,7 +41,7 @@ from .card import (
 )
 from .encode import SCHEMA_VERSION, schema, to_json
 from .meter import KernelShare, MeterDevice, MeterReading
-from .state import DeviceState, KernelState, RunningCell
+from .state import DeviceState, KernelState, PostMortem, RunningCell, kernel_state_of
 
 __all__ = [
     "ACTIONS",
@@ -66,8 +67,10 @@ __all__ = [
     "KernelShare",
     "KernelState",
     "Link",
+    "LiveCards",
     "MeterDevice",
     "MeterReading",
+    "PostMortem",
     "Reclaim",
     "RetryOffer",
     "RetryState",
@@ -75,6 +78,7 @@ __all__ = [
     "RetryVerdict",
     "RunningCell",
     "TextEdit",
+    "kernel_state_of",
     "parse_action",
     "schema",
     "to_json",

@@ -50,6 +50,16 @@ class ActionResult:
     version: int = SCHEMA_VERSION
 
 
+@dataclass(frozen=True)
+class LiveCards:
+    """The kernel's message on the comm, when it opens and whenever the set changes: the ids
+    of the cards that can still act, so that a frontend disables the buttons of the others
+    (a card of an earlier kernel, or one older than the live ones) before they are clicked."""
+
+    cards: tuple[str, ...]
+    version: int = SCHEMA_VERSION
+
+
 def parse_action(data: Any) -> Action:
     """An action from a frontend's JSON; ``ValueError`` says what is wrong with it."""
     if not isinstance(data, Mapping):

@@ -7,7 +7,9 @@ the middle of a cell (a DirectML timeout, the out-of-memory killer) leaves its l
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .encode import SCHEMA_VERSION
 
@@ -39,7 +41,10 @@ class DeviceState:
 class KernelState:
     """``running``: a guarded cell runs now; ``outcome`` of the last one (``ok``, ``error``,
     ``fixed`` by a retry) once it has ended. Times are Unix seconds; ``phase`` is Keras'
-    ``fit``/``evaluate``/``predict``, ``step`` the steps done, ``last_step_at`` the last one's time."""
+    ``fit``/``evaluate``/``predict``, ``step`` the steps done, ``last_step_at`` the last one's time.
+    ``host_available_bytes`` of ``host_total_bytes`` is the machine's memory at the last sample and
+    ``platform`` the kernel's ``sys.platform``: what a post-mortem tells an out-of-memory kill or a
+    Windows GPU timeout by."""
 
     pid: int
     kernel_id: str | None
@@ -52,4 +57,39 @@ class KernelState:
     devices: tuple[DeviceState, ...]
     last_rule_id: str | None
     outcome: str | None
+    host_available_bytes: int | None = None
+    host_total_bytes: int | None = None
+    platform: str | None = None
     version: int = SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class PostMortem:
+    """Why a kernel most likely died, read from its last record.
+
+    ``cause`` is ``host_memory`` (the machine ran out of memory: the OS killed the process),
+    ``gpu_timeout`` (Windows reset a GPU that stopped answering: TDR, DirectML), ``gpu_fault``
+    (the GPU reported a fault) or ``unknown``; ``remedies`` are what to do, one sentence each.
+    """
+
+    state: KernelState
+    cause: str
+    title: str
+    why: str
+    remedies: tuple[str, ...]
+    version: int = SCHEMA_VERSION
+
+
+def kernel_state_of(data: Mapping[str, Any]) -> KernelState:
+    """A state record from its JSON; ``ValueError`` when it is not one."""
+    try:
+        cell = data.get("cell")
+        return KernelState(
+            **{
+                **data,
+                "cell": RunningCell(**cell) if cell is not None else None,
+                "devices": tuple(DeviceState(**device) for device in data.get("devices", ())),
+            }
+        )
+    except (TypeError, AttributeError) as error:
+        raise ValueError(f"not a kernel state record: {error}") from None

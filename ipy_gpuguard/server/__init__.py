@@ -8,7 +8,7 @@ from typing import Any
 
 from jupyter_server.utils import url_path_join
 
-from .handlers import DevicesHandler, KernelStateHandler
+from .handlers import DevicesHandler, KernelStateHandler, PostMortemHandler
 from .meter import Meter
 
 __all__ = ["Meter", "_load_jupyter_server_extension"]
@@ -32,6 +32,11 @@ def _load_jupyter_server_extension(server_app: Any) -> None:
                 KernelStateHandler,
                 {"runtime_dir": server_app.runtime_dir},
             ),
+            (
+                url_path_join(base, r"kernels/(?P<kernel_id>[\w-]+)/post-mortem"),
+                PostMortemHandler,
+                {"runtime_dir": server_app.runtime_dir},
+            ),
         ],
     )
-    server_app.log.info("ipy_gpuguard: GPU meter and kernel state at /%s/", API_PATH)
+    server_app.log.info("ipy_gpuguard: GPU meter, kernel state and post-mortems at /%s/", API_PATH)

@@ -10,8 +10,9 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
-from ..protocol import to_json
+from ..protocol import kernel_state_of, to_json
 from .meter import Meter, process_tree
+from .post_mortem import post_mortem
 
 #: The resource the server's authorizer is asked about, for both endpoints (read only).
 AUTH_RESOURCE = "ipy_gpuguard"
@@ -48,16 +49,34 @@ class KernelStateHandler(APIHandler):
     @web.authenticated
     @authorized
     def get(self, kernel_id: str) -> None:
+        self.finish(json.dumps(self.recorded(kernel_id)))
+
+    def recorded(self, kernel_id: str) -> dict[str, Any]:
+        """The kernel's state record as JSON; an HTTP error that says why when there is none."""
         path = self._folder / f"kernel-{kernel_id}.json"
         try:
-            state = json.loads(path.read_text(encoding="utf-8"))
+            state: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise web.HTTPError(404, f"kernel {kernel_id} has recorded no state") from None
         except (OSError, ValueError) as error:
             raise web.HTTPError(
                 500, f"the state of kernel {kernel_id} cannot be read: {error}"
             ) from None
-        self.finish(json.dumps(state))
+        return state
+
+
+class PostMortemHandler(KernelStateHandler):
+    """``GET kernels/<id>/post-mortem``: the kernel's last record and the likely cause of its
+    death, for the notification the lab extension shows when a kernel dies."""
+
+    @web.authenticated
+    @authorized
+    def get(self, kernel_id: str) -> None:
+        try:
+            state = kernel_state_of(self.recorded(kernel_id))
+        except ValueError as error:
+            raise web.HTTPError(500, f"the state of kernel {kernel_id}: {error}") from None
+        self.finish(json.dumps(to_json(post_mortem(state))))
 
 
 def _pid(manager: Any, kernel_id: str) -> int | None:

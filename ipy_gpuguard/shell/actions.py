@@ -100,16 +100,29 @@ class LiveCard:
 
 
 class CardActions:
-    """The live cards by id, and the dispatcher of the actions on them."""
+    """The live cards by id, and the dispatcher of the actions on them.
+
+    ``changed`` hears the ids of the live cards whenever a card comes or goes (the comm tells
+    the lab extension, which disables the buttons of the others).
+    """
 
     def __init__(self) -> None:
         self._cards: OrderedDict[str, LiveCard] = OrderedDict()
+        self.changed: Callable[[tuple[str, ...]], None] | None = None
 
     def add(self, live: LiveCard) -> None:
         self._cards[live.base.id] = live
         while len(self._cards) > MAX_LIVE_CARDS:
             _, oldest = self._cards.popitem(last=False)
             oldest.display.freeze(oldest.card)
+        self._announce()
+
+    def ids(self) -> tuple[str, ...]:
+        return tuple(self._cards)
+
+    def _announce(self) -> None:
+        if self.changed is not None:
+            self.changed(self.ids())
 
     def get(self, card_id: str) -> LiveCard | None:
         return self._cards.get(card_id)
@@ -160,6 +173,7 @@ class CardActions:
         while self._cards:
             _, live = self._cards.popitem(last=False)
             live.display.freeze(live.card)
+        self._announce()
 
 
 def _offered_size(live: LiveCard) -> int | None:

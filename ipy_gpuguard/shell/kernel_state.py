@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+import psutil
+
 from ..protocol import DeviceState, KernelState, RunningCell, to_json
 from ..telemetry import DeviceInfo, Sample
 from ..watchdog import ProgressSnapshot
@@ -66,6 +68,7 @@ class KernelStateFile:
             devices=(),
             last_rule_id=None,
             outcome=None,
+            platform=sys.platform,
         )
 
     def cell_started(self, cell: RunningCell) -> None:
@@ -78,7 +81,10 @@ class KernelStateFile:
     ) -> None:
         """From the sampler's thread: the latest sample and progress, at most once a second."""
         self._update(
-            force=False, devices=device_states(sample, devices), **self._progress(progress)
+            force=False,
+            devices=device_states(sample, devices),
+            **self._progress(progress),
+            **host_memory(),
         )
 
     def cell_ended(self, outcome: str, rule_id: str | None, progress: ProgressSnapshot) -> None:
@@ -132,6 +138,13 @@ class KernelStateFile:
         if not self._warned:
             self._warned = True
             print(f"ipy_gpuguard: cannot write the kernel's state file ({error})", file=sys.stderr)
+
+
+def host_memory() -> dict[str, int]:
+    """The machine's available and total memory (about 20 µs): a kernel that the out-of-memory
+    killer ends leaves a last record with little available."""
+    memory = psutil.virtual_memory()
+    return {"host_available_bytes": int(memory.available), "host_total_bytes": int(memory.total)}
 
 
 def device_states(sample: Sample, devices: tuple[DeviceInfo, ...]) -> tuple[DeviceState, ...]:

@@ -24,8 +24,16 @@ def open_comm(client, data):
     content = {"comm_id": comm_id, "target_name": "ipy_gpuguard.actions", "data": data}
     message = client.session.msg("comm_open", content)
     client.shell_channel.send(message)
-    caused_by(client, message)
-    return comm_id
+    return comm_id, comm_messages(caused_by(client, message), comm_id)
+
+
+def comm_messages(messages, comm_id):
+    """What the kernel said on the comm ``comm_id``."""
+    return [
+        msg["content"]["data"]
+        for msg in messages
+        if msg["msg_type"] == "comm_msg" and msg["content"]["comm_id"] == comm_id
+    ]
 
 
 def send_on_comm(client, comm_id, data, timeout=240):
@@ -43,7 +51,8 @@ def card_of(execution):
 
 def test_a_frontend_that_renders_cards_gets_data_and_its_retry_goes_through_the_comm(tmp_path):
     with keras_kernel(tmp_path) as client:
-        comm_id = open_comm(client, {"renders": ["card"]})
+        comm_id, hello = open_comm(client, {"renders": ["card"]})
+        assert hello == [{"cards": [], "version": 2}]  # no card can act yet
         failed = execute(client, "%%gpuguard\n" + keras_fit_cliff(256, 100), timeout=240)
         assert failed.status == "error"
 
@@ -55,6 +64,9 @@ def test_a_frontend_that_renders_cards_gets_data_and_its_retry_goes_through_the_
         assert_valid("Card", card)
         assert shown["transient"]["display_id"] == card["id"]
         assert card["retry"]["offer"]["batch_size"] == 32
+        (live,) = comm_messages(failed.iopub, comm_id)
+        assert_valid("LiveCards", live)
+        assert live["cards"] == [card["id"]]
 
         caused = send_on_comm(
             client, comm_id, {"action": "retry", "card": card["id"], "args": {"batch_size": 32}}

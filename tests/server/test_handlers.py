@@ -22,7 +22,7 @@ def simulated(monkeypatch):
 
 
 async def test_every_endpoint_refuses_a_request_without_a_token(jp_fetch):
-    for path in ("devices", "kernels/abc/state"):
+    for path in ("devices", "kernels/abc/state", "kernels/abc/post-mortem"):
         with pytest.raises(HTTPClientError) as refused:
             await jp_fetch("ipy-gpuguard", "api", "v1", path, headers={"Authorization": ""})
         assert refused.value.code == 403
@@ -47,6 +47,45 @@ async def test_a_kernels_state_is_404_until_it_records_one(jp_fetch, jp_runtime_
     (folder / "kernel-k-1.json").write_text(json.dumps({"pid": 42, "running": True}))
     response = await jp_fetch("ipy-gpuguard", "api", "v1", "kernels", "k-1", "state")
     assert json.loads(response.body) == {"pid": 42, "running": True}
+
+
+async def test_a_dead_kernels_post_mortem_names_its_cell_and_the_likely_cause(
+    jp_fetch, jp_runtime_dir
+):
+    with pytest.raises(HTTPClientError) as missing:
+        await jp_fetch("ipy-gpuguard", "api", "v1", "kernels", "k-2", "post-mortem")
+    assert missing.value.code == 404
+    state = {
+        "pid": 42,
+        "kernel_id": "k-2",
+        "updated_at": 100.0,
+        "running": True,
+        "cell": {"cell_id": "c-7", "execution_count": 7, "first_line": "model.fit(x, y)"},
+        "phase": "fit",
+        "step": 12,
+        "last_step_at": 99.5,
+        "devices": [],
+        "last_rule_id": None,
+        "outcome": None,
+        "host_available_bytes": 2**28,
+        "host_total_bytes": 2**34,
+        "platform": "linux",
+        "version": 2,
+    }
+    folder = jp_runtime_dir / "ipy_gpuguard"
+    folder.mkdir()
+    (folder / "kernel-k-2.json").write_text(json.dumps(state))
+    response = await jp_fetch("ipy-gpuguard", "api", "v1", "kernels", "k-2", "post-mortem")
+    found = json.loads(response.body)
+    assert_valid("PostMortem", found)
+    assert found["state"] == state
+    assert found["cause"] == "host_memory"
+    assert "0.2 GiB" in found["why"]
+
+    (folder / "kernel-k-2.json").write_text(json.dumps({"pid": 42}))  # not a whole record
+    with pytest.raises(HTTPClientError) as broken:
+        await jp_fetch("ipy-gpuguard", "api", "v1", "kernels", "k-2", "post-mortem")
+    assert broken.value.code == 500
 
 
 def fake_nvml_meter(jp_serverapp, gpus, init_error=None):

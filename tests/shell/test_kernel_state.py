@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 
 from ipy_gpuguard.protocol import RunningCell
 from ipy_gpuguard.shell.kernel_state import KernelStateFile, kernel_id_of, state_path
@@ -53,6 +54,8 @@ def test_samples_are_written_at_most_once_a_second_and_the_end_always(tmp_path):
     assert (ended["running"], ended["outcome"], ended["step"]) == (False, "fixed", 9)
     assert ended["last_rule_id"] == "oom.tf.tensor"
     assert ended["devices"][0]["used_bytes"] == 2**30
+    assert ended["platform"] == sys.platform
+    assert 0 < ended["host_available_bytes"] <= ended["host_total_bytes"]
     assert ended["cell"] == {
         "cell_id": "cell-1",
         "execution_count": 4,

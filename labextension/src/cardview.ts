@@ -1,0 +1,180 @@
+import { chartLegend, memoryChart } from './chart';
+import { lineAfter } from './celledit';
+import { ICard, IRetryState } from './protocol';
+import { formatBytes } from './units';
+
+/** A button as the card shows it: enabled, or disabled with the reason as its tooltip. */
+export interface IButtonState {
+  action: string;
+  label: string;
+  enabled: boolean;
+  reason: string;
+}
+
+/** What goes on with the card in this frontend: a running action, its last word. */
+export interface ICardActivity {
+  running?: string;
+  message?: string;
+  ok?: boolean;
+  output?: string;
+}
+
+/**
+ * The whole card as DOM: title and summary, its buttons, what the last action said, the facts,
+ * the memory chart, the retry's attempts, the remedies (folded) and the evidence. Text from
+ * the error is set as text, never as HTML.
+ */
+export function cardView(
+  card: ICard,
+  buttons: IButtonState[],
+  activity: ICardActivity,
+  click: (action: string) => void
+): HTMLElement {
+  const root = el('div', `jp-GpuGuard-cardBody jp-GpuGuard-kind-${card.kind}`);
+  const header = el('div', 'jp-GpuGuard-header');
+  header.append(el('div', 'jp-GpuGuard-title', card.title), el('div', 'jp-GpuGuard-summary', card.summary));
+  root.append(header);
+
+  if (buttons.length) {
+    const row = el('div', 'jp-GpuGuard-actions');
+    for (const state of buttons) {
+      const button = el('button', 'jp-Button jp-mod-styled jp-GpuGuard-action', state.label) as HTMLButtonElement;
+      button.dataset.action = state.action;
+      button.disabled = !state.enabled || !!activity.running;
+      button.title = state.enabled ? state.label : state.reason;
+      button.addEventListener('click', () => click(state.action));
+      row.append(button);
+      if (!state.enabled && state.reason) {
+        row.append(el('span', 'jp-GpuGuard-reason', state.reason));
+      }
+    }
+    root.append(row);
+  }
+  const said = activity.running ?? activity.message;
+  if (said) {
+    const status = el('div', 'jp-GpuGuard-status', said);
+    status.classList.toggle('jp-GpuGuard-running', !!activity.running);
+    status.classList.toggle('jp-GpuGuard-failed', activity.ok === false);
+    root.append(status);
+  }
+  if (activity.running && activity.output) {
+    root.append(el('pre', 'jp-GpuGuard-output', activity.output));
+  }
+  if (card.retry) {
+    root.append(retryView(card.retry, card));
+  }
+  if (card.reclaimed && !card.reclaimed.pending) {
+    const { freed_bytes, held_bytes } = card.reclaimed;
+    root.append(
+      el('div', 'jp-GpuGuard-line', `Freeing the failure gave back ${formatBytes(freed_bytes)}; still held: ${formatBytes(held_bytes)}.`)
+    );
+  }
+  if (card.facts.length) {
+    const facts = el('dl', 'jp-GpuGuard-facts');
+    for (const fact of card.facts) {
+      facts.append(el('dt', '', fact.label), el('dd', '', fact.text));
+    }
+    root.append(facts);
+  }
+  for (const series of card.chart) {
+    const figure = el('figure', 'jp-GpuGuard-figure');
+    const caption = `${series.name}${series.simulated ? ' (simulated)' : ''}: memory during the run`;
+    figure.append(el('figcaption', '', caption), memoryChart(series), chartLegend(series));
+    root.append(figure);
+  }
+  for (const note of card.notes) {
+    root.append(el('div', 'jp-GpuGuard-note', note));
+  }
+  if (card.remedies.length) {
+    const remedies = el('div', 'jp-GpuGuard-remedies');
+    remedies.append(el('div', 'jp-GpuGuard-heading', 'What to do'));
+    card.remedies.forEach((remedy, index) => {
+      const details = el('details', 'jp-GpuGuard-remedy') as HTMLDetailsElement;
+      details.open = index === 0;
+      details.append(el('summary', '', remedy.title), el('div', 'jp-GpuGuard-why', remedy.why));
+      if (remedy.steps.length) {
+        const steps = el('ol', '');
+        remedy.steps.forEach(step => steps.append(el('li', '', step)));
+        details.append(steps);
+      }
+      if (remedy.note) {
+        details.append(el('div', 'jp-GpuGuard-note', remedy.note));
+      }
+      for (const link of remedy.links) {
+        const anchor = el('a', 'jp-GpuGuard-link', link.label) as HTMLAnchorElement;
+        anchor.href = link.url;
+        anchor.target = '_blank';
+        anchor.rel = 'noopener noreferrer';
+        details.append(anchor);
+      }
+      remedies.append(details);
+    });
+    root.append(remedies);
+  }
+  if (card.evidence.length) {
+    const evidence = el('details', 'jp-GpuGuard-evidence');
+    evidence.append(el('summary', '', `Evidence (${card.rule_id})`), el('pre', '', card.evidence.join('\n')));
+    root.append(evidence);
+  }
+  return root;
+}
+
+/** Where a retry stands, in a sentence: the same verdict the kernel's card shows. */
+export function verdictText(retry: IRetryState): string | null {
+  const verdict = retry.verdict;
+  if (!verdict) {
+    return null;
+  }
+  const size = verdict.batch_size;
+  switch (verdict.state) {
+    case 'fixed':
+      return `Fixed: batch size ${size} fits${verdict.remembered ? ' (remembered for this cell)' : ''}.`;
+    case 'next':
+      return `Batch size ${size} is the next to try.`;
+    case 'memory_held':
+      return `Memory did not come back (${formatBytes(verdict.held_bytes)} still held): restart the kernel and run with batch size ${size}.`;
+    case 'gave_up':
+      return `No batch size down to ${size} fits.`;
+    default:
+      return 'The retry failed for another reason than memory: see its error.';
+  }
+}
+
+function retryView(retry: IRetryState, card: ICard): HTMLElement {
+  const section = el('div', 'jp-GpuGuard-retry');
+  const verdict = verdictText(retry);
+  if (verdict) {
+    section.append(el('div', `jp-GpuGuard-verdict jp-GpuGuard-verdict-${retry.verdict?.state}`, verdict));
+  } else if (retry.offer.batch_size === null) {
+    section.append(el('div', 'jp-GpuGuard-line', `No retry: ${retry.offer.reason}`));
+  }
+  if (retry.attempts.length) {
+    const table = el('table', 'jp-GpuGuard-attempts');
+    const head = el('tr', '');
+    ['batch size', 'result', 'peak memory'].forEach(name => head.append(el('th', '', name)));
+    table.append(head);
+    for (const attempt of retry.attempts) {
+      const row = el('tr', `jp-GpuGuard-attempt-${attempt.result}`);
+      const result = attempt.result === 'fits' ? 'fits' : attempt.result === 'out_of_memory' ? 'out of memory' : `failed: ${attempt.error ?? ''}`;
+      row.append(el('td', '', String(attempt.batch_size)), el('td', '', result), el('td', '', formatBytes(attempt.peak_bytes)));
+      table.append(row);
+    }
+    section.append(table);
+  }
+  if (card.batch_edit) {
+    const change = card.batch_edit.edits.map(edit => lineAfter(edit)).join('; ');
+    section.append(el('div', 'jp-GpuGuard-line', `In the cell: ${change}`));
+  }
+  return section;
+}
+
+function el(tag: string, className: string, text?: string): HTMLElement {
+  const node = document.createElement(tag);
+  if (className) {
+    node.className = className;
+  }
+  if (text !== undefined) {
+    node.textContent = text;
+  }
+  return node;
+}

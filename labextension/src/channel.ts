@@ -1,0 +1,142 @@
+import { Kernel, KernelMessage } from '@jupyterlab/services';
+import { ISignal, Signal } from '@lumino/signaling';
+
+import { ACTIONS_TARGET, IAction, IActionResult, ILiveCards } from './protocol';
+
+/** What a card's display receives while its action runs in the kernel. */
+export interface IActionProgress {
+  /** The card's new display bundle (an `update_display_data` of its display id). */
+  display?: KernelMessage.IUpdateDisplayDataMsg['content']['data'];
+  /** A line the kernel printed while it ran (the cell's output during a retry). */
+  stream?: string;
+}
+
+/**
+ * The comm `ipy_gpuguard.actions` of one kernel.
+ *
+ * It is opened once a card of that kernel is shown, with the handshake that makes the kernel
+ * send its next cards as data, not widgets (the extension is loaded then, so the target
+ * exists). The kernel answers with the ids of its live cards and repeats them whenever they
+ * change; a kernel without the guard closes the comm at once. A restart forgets everything.
+ */
+export class ActionsChannel {
+  constructor(readonly kernel: Kernel.IKernelConnection) {
+    kernel.statusChanged.connect(this._onStatus, this);
+    kernel.disposed.connect(() => this._reset('gone'), this);
+  }
+
+  /** `closed` until opened; `no-guard` when the kernel has no comm target (no extension). */
+  get state(): 'closed' | 'opening' | 'open' | 'no-guard' | 'gone' {
+    return this._state;
+  }
+
+  /** Whether the kernel holds this card (it can act on it). */
+  isLive(cardId: string): boolean {
+    return this._live.has(cardId);
+  }
+
+  /** Something a card's buttons depend on changed: the live cards, the comm, the kernel. */
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  /** Open the comm unless it is open or opening. */
+  open(): void {
+    if (this._state === 'open' || this._state === 'opening' || this._state === 'gone') {
+      return;
+    }
+    if (this.kernel.isDisposed || this.kernel.status === 'dead') {
+      return;
+    }
+    const comm = this.kernel.createComm(ACTIONS_TARGET);
+    this._comm = comm;
+    this._state = 'opening';
+    comm.onMsg = msg => this._received(msg.content.data as unknown);
+    comm.onClose = () => {
+      if (this._comm === comm) {
+        this._comm = null;
+        this._reset(this._state === 'opening' ? 'no-guard' : 'closed');
+      }
+    };
+    comm.open({ renders: ['card'] });
+    this._changed.emit();
+  }
+
+  /**
+   * Send an action; resolves with the kernel's result. `progress` hears the card's updates
+   * and what the kernel prints while the action runs.
+   */
+  send(action: IAction, progress: (update: IActionProgress) => void): Promise<IActionResult> {
+    const comm = this._comm;
+    if (!comm || this._state !== 'open') {
+      return Promise.reject(new Error('the kernel is not connected'));
+    }
+    return new Promise<IActionResult>((resolve, reject) => {
+      this._pending.push({ resolve, reject });
+      const future = comm.send(action as any);
+      future.onIOPub = msg => {
+        if (KernelMessage.isUpdateDisplayDataMsg(msg) || KernelMessage.isDisplayDataMsg(msg)) {
+          progress({ display: msg.content.data });
+        } else if (KernelMessage.isStreamMsg(msg)) {
+          progress({ stream: msg.content.text });
+        }
+      };
+    });
+  }
+
+  dispose(): void {
+    this._reset('gone');
+    Signal.clearData(this);
+  }
+
+  private _received(data: unknown): void {
+    if (!data || typeof data !== 'object') {
+      return;
+    }
+    if ('cards' in data) {
+      this._live = new Set((data as ILiveCards).cards);
+      this._state = 'open';
+      this._changed.emit();
+    } else if ('action' in data) {
+      this._pending.shift()?.resolve(data as IActionResult);
+    }
+  }
+
+  private _onStatus(_kernel: Kernel.IKernelConnection, status: Kernel.Status): void {
+    if (status === 'restarting' || status === 'autorestarting' || status === 'dead') {
+      this._reset('closed');
+    } else {
+      this._changed.emit(); // busy or idle: the buttons follow
+    }
+  }
+
+  private _reset(state: 'closed' | 'no-guard' | 'gone'): void {
+    for (const pending of this._pending.splice(0)) {
+      pending.reject(new Error('the kernel went away before it answered'));
+    }
+    this._comm = null;
+    this._live = new Set();
+    this._state = state;
+    this._changed.emit();
+  }
+
+  private _comm: Kernel.IComm | null = null;
+  private _state: 'closed' | 'opening' | 'open' | 'no-guard' | 'gone' = 'closed';
+  private _live = new Set<string>();
+  private _pending: { resolve: (r: IActionResult) => void; reject: (e: Error) => void }[] = [];
+  private _changed = new Signal<this, void>(this);
+}
+
+/** One channel per kernel connection, made on first use. */
+export class ActionsChannels {
+  get(kernel: Kernel.IKernelConnection): ActionsChannel {
+    let channel = this._channels.get(kernel);
+    if (!channel) {
+      channel = new ActionsChannel(kernel);
+      this._channels.set(kernel, channel);
+    }
+    return channel;
+  }
+
+  private _channels = new WeakMap<Kernel.IKernelConnection, ActionsChannel>();
+}

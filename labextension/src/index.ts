@@ -1,0 +1,67 @@
+import {
+  ILabShell,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { INotebookTracker } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { IStatusBar } from '@jupyterlab/statusbar';
+
+import { ActionsChannels } from './channel';
+import { MeterItem, MeterModel } from './meter';
+import { watchKernelDeaths } from './postmortem';
+import { CARD_MIME } from './protocol';
+import { CardRenderer } from './renderer';
+
+/** Below ipywidgets' -10: a card's bundle may carry a widget view too; the card wins. */
+const CARD_RANK = -20;
+
+/**
+ * The card renderer, its actions and the post-mortems. A plain plugin, not a mime extension,
+ * so that the renderer can reach the notebooks and their kernels.
+ */
+const cards: JupyterFrontEndPlugin<void> = {
+  id: 'ipy-gpuguard:cards',
+  description: 'Renders ipy_gpuguard remediation cards and carries out their actions.',
+  autoStart: true,
+  requires: [IRenderMimeRegistry, INotebookTracker],
+  activate: (app: JupyterFrontEnd, rendermime: IRenderMimeRegistry, tracker: INotebookTracker) => {
+    const host = { app, tracker, channels: new ActionsChannels() };
+    rendermime.addFactory(
+      { safe: true, mimeTypes: [CARD_MIME], createRenderer: () => new CardRenderer(host) },
+      CARD_RANK
+    );
+    watchKernelDeaths(tracker);
+  }
+};
+
+/** The GPU meter in the status bar; absent where the frontend has no status bar. */
+const meter: JupyterFrontEndPlugin<void> = {
+  id: 'ipy-gpuguard:meter',
+  description: 'A GPU memory meter in the status bar, with each kernel’s share.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  optional: [IStatusBar, ILabShell],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    statusBar: IStatusBar | null,
+    labShell: ILabShell | null
+  ) => {
+    if (!statusBar) {
+      return;
+    }
+    const model = new MeterModel();
+    const currentKernel = () => tracker.currentWidget?.sessionContext.session?.kernel?.id ?? null;
+    const kernelName = (kernelId: string) => {
+      const panel = tracker.find(p => p.sessionContext.session?.kernel?.id === kernelId);
+      return panel ? panel.title.label : `kernel ${kernelId.slice(0, 8)}`;
+    };
+    const item = new MeterItem(model, currentKernel, kernelName);
+    tracker.currentChanged.connect(() => item.update());
+    statusBar.registerStatusItem('ipy-gpuguard:meter', { item, align: 'left', rank: 4 });
+    labShell?.currentChanged.connect(() => item.update());
+  }
+};
+
+export default [cards, meter];

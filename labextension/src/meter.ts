@@ -1,0 +1,192 @@
+import { Poll } from '@lumino/polling';
+import { ISignal, Signal } from '@lumino/signaling';
+import { Widget } from '@lumino/widgets';
+import { showPopup } from '@jupyterlab/statusbar';
+
+import { requestAPI } from './api';
+import { IMeterDevice, IMeterReading } from './protocol';
+import { fillLevel, formatBytes } from './units';
+
+/**
+ * The server's GPU reading, polled every 2 s while the page is visible; the interval backs off
+ * up to 30 s while the server fails to answer, and the poll stands by while the page is hidden.
+ */
+export class MeterModel {
+  constructor() {
+    this._poll = new Poll({
+      factory: () => this._refresh(),
+      frequency: { interval: 2000, backoff: true, max: 30000 },
+      standby: 'when-hidden',
+      name: 'ipy-gpuguard:meter'
+    });
+  }
+
+  get reading(): IMeterReading | null {
+    return this._reading;
+  }
+
+  /** Why there is no reading, when the server could not be asked. */
+  get error(): string | null {
+    return this._error;
+  }
+
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  refresh(): Promise<void> {
+    return this._poll.refresh();
+  }
+
+  dispose(): void {
+    this._poll.dispose();
+  }
+
+  private async _refresh(): Promise<void> {
+    try {
+      this._reading = await requestAPI<IMeterReading>('devices');
+      this._error = null;
+    } catch (error) {
+      this._error = (error as Error).message;
+      this._changed.emit();
+      throw error; // the poll backs off
+    }
+    this._changed.emit();
+  }
+
+  private _poll: Poll;
+  private _reading: IMeterReading | null = null;
+  private _error: string | null = null;
+  private _changed = new Signal<this, void>(this);
+}
+
+/**
+ * The status bar's GPU meter: each GPU's used/total with a bar (warning from 85%, danger from
+ * 95%) and the current notebook's kernel's share; a click opens the panel with every GPU and
+ * every kernel.
+ */
+export class MeterItem extends Widget {
+  constructor(
+    private readonly _model: MeterModel,
+    private readonly _currentKernel: () => string | null,
+    private readonly _kernelName: (kernelId: string) => string
+  ) {
+    super();
+    this.addClass('jp-GpuGuard-meter');
+    this.node.tabIndex = 0;
+    this.node.setAttribute('role', 'button');
+    this._model.changed.connect(this.update, this);
+    this.node.addEventListener('click', () => this._openPanel());
+    this.update();
+  }
+
+  protected onUpdateRequest(): void {
+    const reading = this._model.reading;
+    const content: HTMLElement[] = [];
+    if (!reading || reading.source === 'none') {
+      const reason = reading?.reason ?? this._model.error ?? 'waiting for the server';
+      content.push(span('jp-GpuGuard-meter-none', `no GPU telemetry: ${reason}`));
+      this.node.title = `ipy_gpuguard: no GPU telemetry: ${reason}`;
+    } else {
+      for (const device of reading.devices) {
+        content.push(deviceMeter(device, reading.devices.length > 1));
+      }
+      const kernelId = this._currentKernel();
+      const share = reading.kernels.find(k => k.kernel_id === kernelId);
+      if (reading.attribution) {
+        content.push(span('jp-GpuGuard-meter-kernel', 'this kernel: ?'));
+      } else if (kernelId) {
+        content.push(span('jp-GpuGuard-meter-kernel', `this kernel: ${formatBytes(share?.used_bytes ?? 0)}`));
+      }
+      this.node.title = 'GPU memory (click for every GPU and kernel)';
+    }
+    this.node.replaceChildren(...content);
+  }
+
+  private _openPanel(): void {
+    const body = new MeterPanel(this._model, this._kernelName);
+    showPopup({ body, anchor: this, align: 'right' });
+  }
+}
+
+/** Every GPU and every kernel's memory, in the popup the meter opens. */
+class MeterPanel extends Widget {
+  constructor(private readonly _model: MeterModel, private readonly _kernelName: (id: string) => string) {
+    super();
+    this.addClass('jp-GpuGuard-meterPanel');
+    this._model.changed.connect(this.update, this);
+    this.update();
+  }
+
+  protected onUpdateRequest(): void {
+    const reading = this._model.reading;
+    const parts: HTMLElement[] = [heading('GPUs')];
+    if (!reading || reading.source === 'none') {
+      parts.push(span('', `no GPU telemetry: ${reading?.reason ?? this._model.error ?? 'waiting for the server'}`));
+      this.node.replaceChildren(...parts);
+      return;
+    }
+    const devices = document.createElement('table');
+    for (const device of reading.devices) {
+      const row = devices.insertRow();
+      row.insertCell().textContent = `${device.index}: ${device.name}`;
+      row.insertCell().append(bar(device));
+      row.insertCell().textContent = device.problem ?? `${formatBytes(device.used_bytes)} / ${formatBytes(device.total_bytes)}`;
+      row.insertCell().textContent = [
+        device.utilization_percent !== null ? `${device.utilization_percent}%` : '',
+        device.temperature_c !== null ? `${device.temperature_c} °C` : ''
+      ].filter(Boolean).join(' · ');
+    }
+    parts.push(devices, heading('Kernels'));
+    if (reading.attribution) {
+      parts.push(span('', reading.attribution));
+    } else if (!reading.kernels.length) {
+      parts.push(span('', 'no kernel of this server holds GPU memory'));
+    } else {
+      const kernels = document.createElement('table');
+      for (const share of reading.kernels) {
+        const row = kernels.insertRow();
+        row.insertCell().textContent = this._kernelName(share.kernel_id);
+        row.insertCell().textContent = formatBytes(share.used_bytes);
+      }
+      parts.push(kernels);
+    }
+    this.node.replaceChildren(...parts);
+  }
+
+  dispose(): void {
+    this._model.changed.disconnect(this.update, this);
+    super.dispose();
+  }
+}
+
+function deviceMeter(device: IMeterDevice, numbered: boolean): HTMLElement {
+  const item = span('jp-GpuGuard-meter-device', '');
+  const label = numbered ? `GPU ${device.index} ` : 'GPU ';
+  const value = device.problem ? device.problem : `${formatBytes(device.used_bytes)} / ${formatBytes(device.total_bytes)}`;
+  item.append(span('', label), bar(device), span('jp-GpuGuard-meter-value', value + (device.simulated ? ' (simulated)' : '')));
+  return item;
+}
+
+function bar(device: IMeterDevice): HTMLElement {
+  const outer = span('jp-GpuGuard-bar', '');
+  const inner = span(`jp-GpuGuard-bar-fill jp-GpuGuard-level-${fillLevel(device.used_bytes, device.total_bytes)}`, '');
+  const share = device.used_bytes && device.total_bytes ? device.used_bytes / device.total_bytes : 0;
+  inner.style.width = `${Math.min(100, Math.round(share * 100))}%`;
+  outer.append(inner);
+  return outer;
+}
+
+function span(className: string, text: string): HTMLElement {
+  const node = document.createElement('span');
+  node.className = className;
+  node.textContent = text;
+  return node;
+}
+
+function heading(text: string): HTMLElement {
+  const node = document.createElement('div');
+  node.className = 'jp-GpuGuard-heading';
+  node.textContent = text;
+  return node;
+}

@@ -1,0 +1,112 @@
+import { Dialog, Notification, showDialog } from '@jupyterlab/apputils';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { Kernel } from '@jupyterlab/services';
+import { Widget } from '@lumino/widgets';
+
+import { requestAPI } from './api';
+import { IPostMortem } from './protocol';
+import { formatBytes } from './units';
+
+/**
+ * Tells what a notebook's kernel last recorded when it dies or is restarted by the server
+ * after dying: which cell ran, how far it got, the GPU memory just before, the likely cause
+ * and what to do, with an action that scrolls to the cell.
+ */
+export function watchKernelDeaths(tracker: INotebookTracker): void {
+  tracker.widgetAdded.connect((_, panel) => {
+    let reported: string | null = null;
+    panel.sessionContext.statusChanged.connect((context, status) => {
+      const kernel = context.session?.kernel;
+      if (status === 'autorestarting' || status === 'dead') {
+        if (kernel && reported !== kernel.id) {
+          reported = kernel.id;
+          void report(panel, kernel);
+        }
+      } else if (status === 'busy') {
+        reported = null; // a kernel that works again may die again
+      }
+    });
+  });
+}
+
+async function report(panel: NotebookPanel, kernel: Kernel.IKernelConnection): Promise<void> {
+  let found: IPostMortem | null;
+  try {
+    found = await requestAPI<IPostMortem>(`kernels/${kernel.id}/post-mortem`);
+  } catch (error) {
+    Notification.error(`The kernel of ${panel.title.label} died; its last record cannot be read (${(error as Error).message}).`, { autoClose: false });
+    return;
+  }
+  if (!found) {
+    return; // the guard recorded nothing in this kernel: Lab's own message says it restarted
+  }
+  const cell = found.state.cell;
+  const where = cell ? ` while running cell [${cell.execution_count ?? ' '}] ${cell.first_line}` : '';
+  const actions: Notification.IAction[] = [
+    { label: 'Details', callback: () => void showDetails(panel, found as IPostMortem), displayType: 'accent' }
+  ];
+  if (cell) {
+    actions.unshift({ label: 'Go to the cell', callback: () => goToCell(panel, cell.cell_id, cell.execution_count) });
+  }
+  Notification.error(`Kernel died${where}. ${found.title}.`, { autoClose: false, actions });
+}
+
+/** Scroll to the cell the kernel was running and select it. */
+export function goToCell(panel: NotebookPanel, cellId: string | null, executionCount: number | null): void {
+  const notebook = panel.content;
+  const index = notebook.widgets.findIndex(
+    cell =>
+      (cellId !== null && cell.model.id === cellId) ||
+      (cellId === null && executionCount !== null && (cell.model as any).executionCount === executionCount)
+  );
+  if (index >= 0) {
+    notebook.activeCellIndex = index;
+    void notebook.scrollToItem(index, 'center');
+    panel.activate();
+  }
+}
+
+async function showDetails(panel: NotebookPanel, found: IPostMortem): Promise<void> {
+  const body = new Widget();
+  body.addClass('jp-GpuGuard-postMortem');
+  const state = found.state;
+  const rows: [string, string][] = [];
+  if (state.cell) {
+    rows.push(['Cell', `[${state.cell.execution_count ?? ' '}] ${state.cell.first_line}`]);
+  }
+  if (state.phase) {
+    rows.push(['Progress', `${state.phase}, ${state.step} steps`]);
+  }
+  for (const device of state.devices) {
+    rows.push([device.name, `${formatBytes(device.used_bytes)} of ${formatBytes(device.total_bytes)} used`]);
+  }
+  if (state.host_total_bytes) {
+    rows.push(['Host memory', `${formatBytes(state.host_available_bytes)} of ${formatBytes(state.host_total_bytes)} available`]);
+  }
+  if (state.last_rule_id) {
+    rows.push(['Last diagnosis', state.last_rule_id]);
+  }
+  rows.push(['Recorded at', new Date(state.updated_at * 1000).toLocaleTimeString()]);
+  const facts = document.createElement('dl');
+  for (const [label, value] of rows) {
+    const term = document.createElement('dt');
+    term.textContent = label;
+    const detail = document.createElement('dd');
+    detail.textContent = value;
+    facts.append(term, detail);
+  }
+  const why = document.createElement('p');
+  why.textContent = found.why;
+  const remedies = document.createElement('ul');
+  for (const remedy of found.remedies) {
+    const item = document.createElement('li');
+    item.textContent = remedy;
+    remedies.append(item);
+  }
+  body.node.append(facts, why, remedies);
+  const buttons = state.cell ? [Dialog.cancelButton({ label: 'Close' }), Dialog.okButton({ label: 'Go to the cell' })] : [Dialog.okButton({ label: 'Close' })];
+  const result = await showDialog({ title: found.title, body, buttons });
+  if (result.button.accept && state.cell) {
+    goToCell(panel, state.cell.cell_id, state.cell.execution_count);
+  }
+}

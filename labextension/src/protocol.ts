@@ -1,0 +1,213 @@
+/**
+ * The kernel's and the server's JSON, as `ipy_gpuguard/protocol/schema.json` (version 2)
+ * describes it. Sizes are bytes, times seconds, text positions Unicode code points.
+ */
+
+/** The MIME type of a card's JSON in a display bundle. */
+export const CARD_MIME = 'application/vnd.ipy-gpuguard.card+json';
+/** The comm the cards' actions travel on. */
+export const ACTIONS_TARGET = 'ipy_gpuguard.actions';
+
+export const RETRY = 'retry';
+export const FIND_MAX = 'find_max';
+export const FREE_MEMORY = 'free_memory';
+export const APPLY_TO_CELL = 'apply_to_cell';
+export const RESTART_AND_RUN_TO_HERE = 'restart_and_run_to_here';
+/** Actions the frontend carries out itself; the others go to the kernel. */
+export const FRONTEND_ACTIONS = new Set([APPLY_TO_CELL, RESTART_AND_RUN_TO_HERE]);
+
+export interface IFact {
+  name: string;
+  label: string;
+  value: string | number | number[];
+  unit: string | null;
+  text: string;
+}
+
+export interface ILink {
+  label: string;
+  url: string;
+}
+
+export interface ICardRemedy {
+  id: string;
+  title: string;
+  why: string;
+  steps: string[];
+  action: string | null;
+  note: string;
+  links: ILink[];
+}
+
+export interface IDeviceSeries {
+  index: number;
+  name: string;
+  total_bytes: number | null;
+  simulated: boolean;
+  framework: string | null;
+  elapsed_s: number[];
+  device_used_bytes: (number | null)[];
+  allocator_bytes: (number | null)[];
+}
+
+export interface IReclaim {
+  pending: boolean;
+  freed_bytes: number | null;
+  held_bytes: number | null;
+  frames_cleared: number;
+}
+
+export interface ITextEdit {
+  line: number;
+  column: number;
+  start: number;
+  end: number;
+  old_text: string;
+  new_text: string;
+  line_text: string;
+}
+
+export interface IBatchEdit {
+  cell_id: string | null;
+  source_sha256: string;
+  batch_size: number;
+  edits: ITextEdit[];
+}
+
+export interface IAttemptRecord {
+  batch_size: number;
+  result: 'fits' | 'out_of_memory' | 'failed';
+  peak_bytes: number | null;
+  error: string | null;
+}
+
+export interface IRetryVerdict {
+  state: 'fixed' | 'next' | 'memory_held' | 'gave_up' | 'other_error';
+  batch_size: number | null;
+  held_bytes: number | null;
+  searched: boolean;
+  remembered: boolean;
+}
+
+export interface IRetryState {
+  offer: { batch_size: number | null; current_batch_size: number | null; reason: string };
+  attempts: IAttemptRecord[];
+  verdict: IRetryVerdict | null;
+  capacity_bytes: number | null;
+  running: boolean;
+}
+
+export interface IActionOffer {
+  action: string;
+  label: string;
+  batch_size: number | null;
+  enabled: boolean;
+  reason: string;
+}
+
+export interface ICard {
+  version: number;
+  id: string;
+  kind: string;
+  rule_id: string;
+  title: string;
+  summary: string;
+  error_type: string;
+  matched: string;
+  facts: IFact[];
+  evidence: string[];
+  remedies: ICardRemedy[];
+  notes: string[];
+  chart: IDeviceSeries[];
+  reclaimed: IReclaim | null;
+  retry: IRetryState | null;
+  batch_edit: IBatchEdit | null;
+  actions: IActionOffer[];
+  cell_id: string | null;
+  execution_count: number | null;
+}
+
+export interface IAction {
+  action: string;
+  card: string;
+  args?: { batch_size?: number };
+}
+
+export interface IActionResult {
+  version: number;
+  action: string;
+  ok: boolean;
+  message: string;
+  card?: ICard | null;
+}
+
+/** The kernel's message on the comm: the cards that can still act. */
+export interface ILiveCards {
+  version: number;
+  cards: string[];
+}
+
+export interface IMeterDevice {
+  index: number;
+  name: string;
+  simulated: boolean;
+  used_bytes: number | null;
+  total_bytes: number | null;
+  utilization_percent: number | null;
+  temperature_c: number | null;
+  problem: string | null;
+}
+
+export interface IKernelShare {
+  kernel_id: string;
+  pids: number[];
+  used_bytes: number;
+}
+
+export interface IMeterReading {
+  version: number;
+  source: 'nvml' | 'simulated' | 'none';
+  reason: string | null;
+  updated_at: number;
+  devices: IMeterDevice[];
+  kernels: IKernelShare[];
+  attribution: string | null;
+}
+
+export interface IDeviceState {
+  index: number;
+  name: string;
+  simulated: boolean;
+  used_bytes: number | null;
+  total_bytes: number | null;
+  allocator_bytes: number | null;
+  utilization_percent: number | null;
+  temperature_c: number | null;
+}
+
+export interface IKernelState {
+  version: number;
+  pid: number;
+  kernel_id: string | null;
+  updated_at: number;
+  running: boolean;
+  cell: { cell_id: string | null; execution_count: number | null; first_line: string } | null;
+  phase: string | null;
+  step: number;
+  last_step_at: number | null;
+  devices: IDeviceState[];
+  last_rule_id: string | null;
+  outcome: 'ok' | 'error' | 'fixed' | null;
+  host_available_bytes?: number | null;
+  host_total_bytes?: number | null;
+  platform?: string | null;
+}
+
+export interface IPostMortem {
+  version: number;
+  state: IKernelState;
+  cause: 'host_memory' | 'gpu_timeout' | 'gpu_fault' | 'unknown';
+  title: string;
+  why: string;
+  remedies: string[];
+}

@@ -1,0 +1,265 @@
+import { JupyterFrontEnd } from '@jupyterlab/application';
+import { Cell, CodeCell } from '@jupyterlab/cells';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { IRenderMime } from '@jupyterlab/rendermime';
+import { Kernel } from '@jupyterlab/services';
+import { Message } from '@lumino/messaging';
+import { Signal } from '@lumino/signaling';
+import { Widget } from '@lumino/widgets';
+
+import { applyBatchEdit } from './celledit';
+import { ActionsChannel, ActionsChannels, IActionProgress } from './channel';
+import { cardView, IButtonState, ICardActivity } from './cardview';
+import {
+  APPLY_TO_CELL,
+  CARD_MIME,
+  FRONTEND_ACTIONS,
+  ICard,
+  IActionResult,
+  RESTART_AND_RUN_TO_HERE
+} from './protocol';
+
+/** What every card renderer shares: the application, the notebooks, the kernels' comms. */
+export interface ICardHost {
+  app: JupyterFrontEnd;
+  tracker: INotebookTracker;
+  channels: ActionsChannels;
+}
+
+/** Lab's own command: restart the kernel, run every cell above the selected one, and it. */
+const RESTART_AND_RUN_TO_SELECTED = 'notebook:restart-and-run-to-selected';
+const INTERRUPT = 'interrupt';
+
+/**
+ * What goes on with each card in this page, by card id: a renderer is replaced whenever its
+ * output changes (an action's result updates the card), the activity stays.
+ */
+const activities = new Map<string, ICardActivity>();
+const activityChanged = new Signal<Map<string, ICardActivity>, string>(activities);
+
+function setActivity(cardId: string, activity: ICardActivity): void {
+  activities.set(cardId, activity);
+  activityChanged.emit(cardId);
+}
+
+/**
+ * The renderer of `application/vnd.ipy-gpuguard.card+json`: the whole card from its data, so
+ * that a saved notebook shows it without a kernel, with buttons that act from the frontend.
+ */
+export class CardRenderer extends Widget implements IRenderMime.IRenderer {
+  constructor(private readonly _host: ICardHost) {
+    super();
+    this.addClass('jp-GpuGuard-card');
+  }
+
+  async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    this._card = model.data[CARD_MIME] as unknown as ICard;
+    this.node.dataset.kind = this._card.kind;
+    this._render();
+  }
+
+  protected onAfterAttach(msg: Message): void {
+    super.onAfterAttach(msg);
+    activityChanged.connect(this._onActivity, this);
+    const panel = this._panel();
+    panel?.sessionContext.kernelChanged.connect(this._render, this);
+    this._render();
+  }
+
+  protected onBeforeDetach(msg: Message): void {
+    activityChanged.disconnect(this._onActivity, this);
+    this._panel()?.sessionContext.kernelChanged.disconnect(this._render, this);
+    this._watch(null);
+    super.onBeforeDetach(msg);
+  }
+
+  private _onActivity(_: unknown, cardId: string): void {
+    if (cardId === this._card?.id) {
+      this._render();
+    }
+  }
+
+  private _render(): void {
+    const card = this._card;
+    if (!card) {
+      return;
+    }
+    const kernel = this._kernel();
+    const channel = kernel ? this._host.channels.get(kernel) : null;
+    this._watch(channel);
+    if (channel && this.isAttached) {
+      channel.open(); // the guard is loaded wherever a card is shown live
+    }
+    const activity = activities.get(card.id) ?? {};
+    const view = cardView(card, this._buttons(card, kernel, channel), activity, action =>
+      void this._click(action)
+    );
+    this.node.replaceChildren(view);
+  }
+
+  /** The card's buttons, each disabled with its reason where it cannot act now. */
+  private _buttons(
+    card: ICard,
+    kernel: Kernel.IKernelConnection | null,
+    channel: ActionsChannel | null
+  ): IButtonState[] {
+    const kernelProblem = this._kernelProblem(card, kernel, channel);
+    const buttons = card.actions.map(offer => {
+      let reason = offer.enabled ? '' : offer.reason;
+      if (!reason && offer.action === RESTART_AND_RUN_TO_HERE && !this._panel()?.sessionContext.session) {
+        reason = 'no kernel to restart: start one first';
+      } else if (!reason && !FRONTEND_ACTIONS.has(offer.action)) {
+        reason = kernelProblem ?? '';
+      }
+      return { action: offer.action, label: offer.label, enabled: !reason, reason };
+    });
+    if (card.kind === 'hang' && kernel?.status === 'busy') {
+      buttons.unshift({ action: INTERRUPT, label: 'Interrupt the kernel', enabled: true, reason: '' });
+    }
+    return buttons;
+  }
+
+  /** Why the kernel cannot act on this card now; `null` when it can. */
+  private _kernelProblem(
+    card: ICard,
+    kernel: Kernel.IKernelConnection | null,
+    channel: ActionsChannel | null
+  ): string | null {
+    if (!kernel || !channel || kernel.status === 'dead') {
+      return 'no kernel: this card can only be applied; run the cell again to retry';
+    }
+    if (channel.state === 'opening' || channel.state === 'closed') {
+      return 'connecting to the kernel…';
+    }
+    if (channel.state !== 'open' || !channel.isLive(card.id)) {
+      return "this card's kernel session has ended: run the cell again for a card that acts";
+    }
+    if (kernel.status === 'busy' && !activities.get(card.id)?.running) {
+      return 'the kernel is busy: wait for the running cell to end';
+    }
+    return null;
+  }
+
+  private async _click(action: string): Promise<void> {
+    const card = this._card;
+    if (!card) {
+      return;
+    }
+    if (action === INTERRUPT) {
+      await this._kernel()?.interrupt();
+    } else if (action === APPLY_TO_CELL) {
+      this._apply(card);
+    } else if (action === RESTART_AND_RUN_TO_HERE) {
+      await this._restartAndRunToHere(card);
+    } else {
+      await this._sendToKernel(card, action);
+    }
+  }
+
+  private _apply(card: ICard): boolean {
+    const cell = this._targetCell(card);
+    if (!cell || !card.batch_edit) {
+      setActivity(card.id, { message: 'The cell that failed is no longer in this notebook.', ok: false });
+      return false;
+    }
+    const outcome = applyBatchEdit(cell.model, card.batch_edit);
+    setActivity(card.id, { message: outcome.message, ok: outcome.ok });
+    return outcome.ok;
+  }
+
+  private async _restartAndRunToHere(card: ICard): Promise<void> {
+    const panel = this._panel();
+    const cell = this._targetCell(card);
+    if (!panel || !cell || !this._apply(card)) {
+      return;
+    }
+    const notebook = panel.content;
+    notebook.activeCellIndex = notebook.widgets.indexOf(cell);
+    notebook.deselectAll();
+    this._host.app.shell.activateById(panel.id);
+    await this._host.app.commands.execute(RESTART_AND_RUN_TO_SELECTED);
+  }
+
+  private async _sendToKernel(card: ICard, action: string): Promise<void> {
+    const kernel = this._kernel();
+    const offer = card.actions.find(o => o.action === action);
+    if (!kernel || !offer) {
+      return;
+    }
+    const channel = this._host.channels.get(kernel);
+    const running = `${offer.label}…`;
+    let output = '';
+    setActivity(card.id, { running });
+    const progress = (update: IActionProgress) => {
+      if (update.display) {
+        this._replaceOutput(card.id, update.display);
+      }
+      if (update.stream) {
+        output = (output + update.stream).split('\n').slice(-12).join('\n');
+        setActivity(card.id, { running, output });
+      }
+    };
+    let result: IActionResult;
+    try {
+      result = await channel.send({ action, card: card.id }, progress);
+    } catch (error) {
+      setActivity(card.id, { message: `${offer.label}: ${(error as Error).message}`, ok: false });
+      return;
+    }
+    if (result.card) {
+      this._replaceOutput(card.id, { [CARD_MIME]: result.card as any });
+    }
+    setActivity(card.id, { message: result.message, ok: result.ok });
+  }
+
+  /**
+   * Put the card's new data in place of its output in the notebook's model, so that the saved
+   * notebook keeps what the action did (the kernel's display update went to the comm's
+   * message, which no output area listens to).
+   */
+  private _replaceOutput(cardId: string, data: Record<string, any>): void {
+    const panel = this._panel();
+    for (const cell of panel?.content.widgets ?? []) {
+      if (!(cell instanceof CodeCell)) {
+        continue;
+      }
+      const outputs = cell.model.outputs;
+      for (let index = 0; index < outputs.length; index++) {
+        const shown = outputs.get(index).data[CARD_MIME] as unknown as ICard | undefined;
+        if (shown?.id === cardId) {
+          const bundle = data[CARD_MIME] ? data : { ...outputs.get(index).data, ...data };
+          outputs.set(index, { output_type: 'display_data', data: bundle, metadata: {} });
+          return;
+        }
+      }
+    }
+  }
+
+  /** The cell the card's edit is for: by the id the kernel was given, else the card's own. */
+  private _targetCell(card: ICard): Cell | undefined {
+    const cells = this._panel()?.content.widgets ?? [];
+    const id = card.batch_edit?.cell_id ?? card.cell_id;
+    return cells.find(cell => id && cell.model.id === id) ?? cells.find(cell => cell.node.contains(this.node));
+  }
+
+  private _panel(): NotebookPanel | null {
+    return this._host.tracker.find(panel => panel.node.contains(this.node)) ?? null;
+  }
+
+  private _kernel(): Kernel.IKernelConnection | null {
+    return this._panel()?.sessionContext.session?.kernel ?? null;
+  }
+
+  /** Re-render when what the buttons depend on changes in the card's kernel. */
+  private _watch(channel: ActionsChannel | null): void {
+    if (channel === this._channel) {
+      return;
+    }
+    this._channel?.changed.disconnect(this._render, this);
+    this._channel = channel;
+    channel?.changed.connect(this._render, this);
+  }
+
+  private _card: ICard | null = null;
+  private _channel: ActionsChannel | null = null;
+}
