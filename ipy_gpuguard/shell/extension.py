@@ -73,7 +73,9 @@ def _state_file() -> KernelStateFile | None:
         return None
     if kernel_id is None:
         return None
-    return KernelStateFile(state_path(jupyter_runtime_dir(), kernel_id), kernel_id)
+    state_file = KernelStateFile(state_path(jupyter_runtime_dir(), kernel_id), kernel_id)
+    state_file.loaded()
+    return state_file
 
 
 def _cell_name(shell: Any, filename: str) -> str | None:

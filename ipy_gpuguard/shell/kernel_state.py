@@ -71,6 +71,11 @@ class KernelStateFile:
             platform=sys.platform,
         )
 
+    def loaded(self) -> None:
+        """The guard was loaded: this process's record replaces any that an earlier process of
+        the same kernel (before a restart) left, which a post-mortem would misread."""
+        self._update(force=True, **host_memory())
+
     def cell_started(self, cell: RunningCell) -> None:
         self._update(
             force=True, running=True, cell=cell, phase=None, step=0, last_step_at=None, outcome=None

@@ -22,6 +22,7 @@ export interface IActionProgress {
 export class ActionsChannel {
   constructor(readonly kernel: Kernel.IKernelConnection) {
     kernel.statusChanged.connect(this._onStatus, this);
+    kernel.connectionStatusChanged.connect(() => this._changed.emit(), this);
     kernel.disposed.connect(() => this._reset('gone'), this);
   }
 
@@ -40,12 +41,30 @@ export class ActionsChannel {
     return this._changed;
   }
 
-  /** Open the comm unless it is open or opening. */
-  open(): void {
-    if (this._state === 'open' || this._state === 'opening' || this._state === 'gone') {
+  /**
+   * Open the comm for a card shown in this kernel's notebook, unless it is open or opening.
+   *
+   * A kernel that is not yet connected and ready is tried again at its next status change
+   * (messages sent while it starts are dropped). A kernel without the guard is asked again
+   * only for a card it has not been asked for: a new card means the guard was loaded since.
+   */
+  open(cardId: string): void {
+    const asked = this._askedFor.has(cardId);
+    this._askedFor.add(cardId);
+    if (this._state === 'opening' && this._comm?.isDisposed) {
+      this._state = 'closed'; // the connection was reset under it
+    }
+    if (
+      this._state === 'open' ||
+      this._state === 'opening' ||
+      this._state === 'gone' ||
+      (this._state === 'no-guard' && asked)
+    ) {
       return;
     }
-    if (this.kernel.isDisposed || this.kernel.status === 'dead') {
+    const kernel = this.kernel;
+    const ready = kernel.status === 'idle' || kernel.status === 'busy';
+    if (kernel.isDisposed || kernel.connectionStatus !== 'connected' || !ready) {
       return;
     }
     const comm = this.kernel.createComm(ACTIONS_TARGET);
@@ -116,6 +135,9 @@ export class ActionsChannel {
     }
     this._comm = null;
     this._live = new Set();
+    if (state === 'closed') {
+      this._askedFor.clear(); // a restarted kernel is asked afresh
+    }
     this._state = state;
     this._changed.emit();
   }
@@ -123,6 +145,7 @@ export class ActionsChannel {
   private _comm: Kernel.IComm | null = null;
   private _state: 'closed' | 'opening' | 'open' | 'no-guard' | 'gone' = 'closed';
   private _live = new Set<string>();
+  private _askedFor = new Set<string>();
   private _pending: { resolve: (r: IActionResult) => void; reject: (e: Error) => void }[] = [];
   private _changed = new Signal<this, void>(this);
 }

@@ -88,7 +88,7 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
     const channel = kernel ? this._host.channels.get(kernel) : null;
     this._watch(channel);
     if (channel && this.isAttached) {
-      channel.open(); // the guard is loaded wherever a card is shown live
+      channel.open(card.id); // the guard is loaded wherever a new card is shown
     }
     const activity = activities.get(card.id) ?? {};
     const view = cardView(card, this._buttons(card, kernel, channel), activity, action =>

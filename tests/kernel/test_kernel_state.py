@@ -24,11 +24,18 @@ for step in range(35):
 
 def test_the_state_file_follows_a_guarded_cell_at_most_once_a_second(tmp_path):
     connection_file = tmp_path / "kernel-0a1b2c3d-test.json"
+    earlier = tmp_path / "ipy_gpuguard" / "kernel-0a1b2c3d-test.json"
+    earlier.parent.mkdir()
+    earlier.write_text(json.dumps({"pid": 1, "running": True}))  # before a restart
     with kernel(
         str(connection_file), GPUGUARD_SIMULATE="8GiB", JUPYTER_RUNTIME_DIR=str(tmp_path)
     ) as client:
         assert execute(client, "%load_ext ipy_gpuguard").status == "ok"
-        assert not list(tmp_path.glob("ipy_gpuguard/kernel-*.json"))  # nothing before a cell
+        loaded = json.loads(earlier.read_text())  # this process's record replaced it
+        assert_valid("KernelState", loaded)
+        assert (loaded["running"], loaded["cell"], loaded["outcome"]) == (False, None, None)
+        assert loaded["pid"] != 1
+        assert loaded["host_total_bytes"] > 0
 
         msg_id = client.execute(STEPPING)
         seen = {}

@@ -1,0 +1,145 @@
+"""A real JupyterLab on loopback, isolated from the developer's own settings, and Debian's
+Chromium driven by Playwright.
+
+Lab runs as a subprocess: pytest-jupyter's event-loop fixtures and Playwright's sync API do not
+share a loop. Its kernels see a simulated 8 GiB GPU and TensorFlow's BFC allocator on the CPU,
+whose statistics stand in for a GPU allocator's (what the card's "memory did not come back"
+reads).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = os.environ.get("GPUGUARD_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+#: Where each step's screenshot goes (look at them).
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "browser"
+
+
+@dataclass
+class Lab:
+    url: str
+    token: str
+    notebooks: Path
+    runtime_dir: Path
+
+    def page_url(self, notebook: str) -> str:
+        return f"{self.url}lab/tree/{notebook}?token={self.token}"
+
+    def api(self, path: str, method: str = "GET") -> object:
+        request = urllib.request.Request(
+            f"{self.url}{path}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    root = tmp_path_factory.mktemp("lab")
+    dirs = {name: root / name for name in ("config", "data", "runtime", "settings", "workspaces")}
+    for folder in dirs.values():
+        folder.mkdir()
+    notebooks = root / "notebooks"
+    notebooks.mkdir()
+    news = dirs["settings"] / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True)
+    (news / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
+    token = secrets.token_hex(16)
+    port = _free_port()
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(dirs["config"]),
+        # The venv's data dir still holds the lab extensions; the user's does not.
+        "JUPYTER_DATA_DIR": str(dirs["data"]),
+        "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
+        "JUPYTERLAB_SETTINGS_DIR": str(dirs["settings"]),
+        "JUPYTERLAB_WORKSPACES_DIR": str(dirs["workspaces"]),
+        "GPUGUARD_SIMULATE": "8GiB",
+        "TF_ENABLE_ONEDNN_OPTS": "0",
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        "TF_CPU_ALLOCATOR_USE_BFC": "true",
+    }
+    log = (root / "lab.log").open("w")
+    process = subprocess.Popen(
+        [
+            sys.executable, "-m", "jupyterlab",
+            "--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={port}",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={notebooks}",
+            "--LabApp.expose_app_in_browser=True",
+        ],
+        env=env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    running = Lab(f"http://127.0.0.1:{port}/", token, notebooks, dirs["runtime"])
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                running.api("api/status")
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"JupyterLab did not start:\n{(root / 'lab.log').read_text()}"
+                    ) from None
+                time.sleep(0.3)
+        yield running
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    if not shutil.which(CHROMIUM):
+        pytest.fail(
+            f"the browser tests need Chromium at {CHROMIUM}: apt-get install chromium "
+            "(or set GPUGUARD_CHROMIUM to another Chromium)"
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def shoot(page: object, name: str) -> Path:
+    """Save the page as ``build/browser/<name>.png``."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path))  # type: ignore[attr-defined]
+    return path

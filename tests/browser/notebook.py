@@ -1,0 +1,79 @@
+"""Driving a notebook in JupyterLab as a person does, through ``window.jupyterapp`` where the
+page has no control for it (which kernel, its state)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+CURRENT = "window.jupyterapp.shell.currentWidget"
+
+
+def copy_notebook(lab: Any, name: str) -> str:
+    shutil.copy(NOTEBOOKS / name, lab.notebooks / name)
+    return name
+
+
+def write_notebook(lab: Any, name: str, sources: list[str]) -> str:
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    nbformat.write(notebook, lab.notebooks / name)
+    return name
+
+
+def open_notebook(page: Any, lab: Any, name: str) -> None:
+    page.goto(lab.page_url(name))
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    wait_for_kernel(page, "idle")
+
+
+def wait_for_kernel(page: Any, status: str, timeout: float = 120_000) -> None:
+    page.wait_for_function(
+        f"{CURRENT}?.sessionContext?.session?.kernel?.status === {json.dumps(status)}",
+        timeout=timeout,
+    )
+
+
+def cell(page: Any, index: int) -> Any:
+    return page.locator(".jp-Notebook .jp-Cell").nth(index)
+
+
+def cell_index(page: Any, cell_id: str) -> int:
+    return int(
+        page.evaluate(
+            f"id => {CURRENT}.content.widgets.findIndex(c => c.model.id === id)", cell_id
+        )
+    )
+
+
+def run_cell(page: Any, index: int, timeout: float = 180_000) -> None:
+    """Select cell ``index`` and run it; returns once it has run."""
+    page.evaluate(
+        """i => {
+            const notebook = window.jupyterapp.shell.currentWidget.content;
+            notebook.activeCellIndex = i;
+            notebook.deselectAll();
+            return window.jupyterapp.commands.execute('notebook:run-cell');
+        }""",
+        index,
+    )
+    wait_for_kernel(page, "idle", timeout)
+
+
+def editor_text(page: Any, index: int) -> str:
+    """The cell's source as its editor shows it."""
+    return str(cell(page, index).locator(".cm-content").inner_text())
+
+
+def execution_counts(page: Any) -> list[int | None]:
+    return list(page.evaluate(f"{CURRENT}.content.widgets.map(c => c.model.executionCount ?? null)"))
+
+
+def kernel_id(page: Any) -> str:
+    return str(page.evaluate(f"{CURRENT}.sessionContext.session.kernel.id"))
