@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 NOTEBOOKS := $(wildcard notebooks/*.ipynb)
+# jlpm and jupyter-builder live in the virtual environment; node is on the machine.
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+LAB_BUILT := ipy_gpuguard/labextension/package.json
+LAB_SOURCES := $(wildcard labextension/src/*.ts labextension/style/*) labextension/package.json labextension/yarn.lock
 
 .PHONY: demo test lint lab bench clean
 
@@ -13,14 +17,21 @@ $(VENV)/.installed: setup.py pyproject.toml
 	# An editable install does not install data files: enable the server extension by hand.
 	mkdir -p $(VENV)/etc/jupyter/jupyter_server_config.d
 	cp jupyter-config/jupyter_server_config.d/ipy_gpuguard.json $(VENV)/etc/jupyter/jupyter_server_config.d/
+	$(MAKE) $(LAB_BUILT)
+	# ... nor the lab extension: link the built one for development.
+	$(VENV)/bin/jupyter labextension develop --overwrite .
 	touch $@
 
+## Build the lab extension (TypeScript) into ipy_gpuguard/labextension.
+$(LAB_BUILT): $(LAB_SOURCES)
+	cd labextension && jlpm install --immutable && jlpm build:prod
+
 ## Run the demo notebooks headless (a simulated 8 GiB GPU where there is no real one) into build/notebooks/.
-demo: $(VENV)/.installed
+demo: $(VENV)/.installed $(LAB_BUILT)
 	$(PY) notebooks/execute.py build/notebooks notebooks/doctor.ipynb notebooks/quickstart.ipynb notebooks/oom_recovery.ipynb notebooks/hang_watchdog.ipynb
 
 ## Run the tests (the GPU-only ones run with `pytest -m gpu` on a machine with a GPU).
-test: $(VENV)/.installed
+test: $(VENV)/.installed $(LAB_BUILT)
 	$(PY) -m pytest
 
 ## Lint and type-check.
@@ -29,9 +40,10 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff format --check ipy_gpuguard tests bench notebooks
 	$(VENV)/bin/mypy
 
-## Open the notebooks in JupyterLab.
-lab: $(VENV)/.installed
-	$(VENV)/bin/jupyter lab notebooks/
+## Build the lab extension, install it for development, and open the demo notebooks in JupyterLab
+## (a simulated 8 GiB GPU where NVML finds none).
+lab: $(VENV)/.installed $(LAB_BUILT)
+	GPUGUARD_SIMULATE=$${GPUGUARD_SIMULATE-8GiB} $(VENV)/bin/jupyter lab notebooks/
 
 ## Measure the guard's overhead, the batch search, the watchdog and the doctor (figures side by side).
 bench: $(VENV)/.installed
@@ -43,4 +55,4 @@ bench: $(VENV)/.installed
 	$(PY) bench/diagnose.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info ipy_gpuguard/labextension labextension/lib labextension/node_modules

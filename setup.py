@@ -1,10 +1,16 @@
 """Packaging for ipy_gpuguard. Tool configuration lives in pyproject.toml."""
 
+import shutil
+import subprocess
 from pathlib import Path
 
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).parent
+#: Where `jlpm build:prod` puts the lab extension (labextension/package.json's outputDir).
+LAB_BUILD = HERE / "ipy_gpuguard" / "labextension"
+LAB_SHARE = "share/jupyter/labextensions/ipy-gpuguard"
 version: dict[str, str] = {}
 exec((HERE / "ipy_gpuguard" / "_version.py").read_text(), version)
 
@@ -17,9 +23,48 @@ TEST = [
     "nbformat>=5.10",
     "jsonschema>=4.18",  # the protocol's JSON Schema, checked as the TypeScript side will
     "pytest-jupyter[server]>=0.10",  # a real jupyter_server for the server extension's tests
+    "jupyterlab>=4.4,<5",  # the browser tests run the lab extension in a real JupyterLab
+    "playwright>=1.50",  # drives Debian's Chromium (apt-get install chromium)
     # A CPU build of TensorFlow: real Keras training and real allocator errors without a GPU.
     'tensorflow-cpu>=2.16; platform_system == "Linux" or platform_system == "Windows"',
     'tensorflow>=2.16; platform_system == "Darwin"',
+]
+
+
+def lab_data_files() -> list[tuple[str, list[str]]]:
+    """The built lab extension's files, where JupyterLab finds prebuilt extensions."""
+    files: dict[str, list[str]] = {}
+    for path in sorted(LAB_BUILD.rglob("*")):
+        if path.is_file():
+            folder = Path(LAB_SHARE) / path.parent.relative_to(LAB_BUILD)
+            files.setdefault(str(folder), []).append(str(path.relative_to(HERE)))
+    return list(files.items())
+
+
+class BuildWithLabExtension(build_py):
+    """Builds the lab extension first when its assets are missing (a git checkout); a wheel
+    built from the sdist, which carries them, needs no node."""
+
+    def run(self) -> None:
+        if not (LAB_BUILD / "package.json").exists():
+            jlpm = shutil.which("jlpm")
+            if jlpm is None:
+                raise SystemExit(
+                    "building the lab extension needs jlpm (pip install jupyter-builder) and node"
+                )
+            for step in (["install", "--immutable"], ["run", "build:prod"]):
+                subprocess.run([jlpm, *step], cwd=HERE / "labextension", check=True)
+        self.distribution.data_files = [*SERVER_CONFIG, *lab_data_files()]
+        super().run()
+
+
+#: Enables the server extension wherever the package is installed (not by editable installs:
+#: `make` copies it into the virtual environment for the developer).
+SERVER_CONFIG = [
+    (
+        "etc/jupyter/jupyter_server_config.d",
+        ["jupyter-config/jupyter_server_config.d/ipy_gpuguard.json"],
+    )
 ]
 
 setup(
@@ -31,14 +76,8 @@ setup(
     license="BSD-3-Clause",
     packages=find_packages(include=["ipy_gpuguard", "ipy_gpuguard.*"]),
     package_data={"ipy_gpuguard.protocol": ["schema.json"]},
-    # Enables the server extension wherever the package is installed (not by editable installs:
-    # `make` copies it into the virtual environment for the developer).
-    data_files=[
-        (
-            "etc/jupyter/jupyter_server_config.d",
-            ["jupyter-config/jupyter_server_config.d/ipy_gpuguard.json"],
-        )
-    ],
+    data_files=[*SERVER_CONFIG, *lab_data_files()],
+    cmdclass={"build_py": BuildWithLabExtension},
     python_requires=">=3.10",
     install_requires=[
         "ipython>=8.12",
@@ -53,7 +92,7 @@ setup(
     extras_require={
         "tensorflow": ["tensorflow>=2.16"],
         "test": TEST,
-        "dev": [*TEST, "ruff>=0.6", "mypy>=1.10", "jupyterlab>=4.2"],
+        "dev": [*TEST, "ruff>=0.6", "mypy>=1.10", "jupyter-builder>=1.2,<2"],
     },
     classifiers=[
         "Framework :: IPython",

@@ -8,7 +8,16 @@ been running.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..protocol import KernelState, PostMortem
+
+
+class Cause(NamedTuple):
+    title: str
+    why: str  # a template: the facts of the record fill it in
+    remedies: tuple[str, ...]
+
 
 #: Below this share of the machine's memory available at the last sample, the OS's
 #: out-of-memory killer is the likely end (the last sample is up to a second old).
@@ -16,7 +25,7 @@ HOST_MEMORY_LOW = 0.10
 #: Windows resets a GPU whose work has not answered for 2 s (TDR's default delay).
 TDR_DELAY_S = 2.0
 
-_HOST_MEMORY = (
+_HOST_MEMORY = Cause(
     "Out of host memory: the OS killed the kernel",
     "The machine had {available} of memory left at the kernel's last record: the operating "
     "system's out-of-memory killer ends the largest process, with no error to show.",
@@ -27,7 +36,7 @@ _HOST_MEMORY = (
         "Lower the batch size or the shuffle/prefetch buffers: each holds batches in host memory.",
     ),
 )
-_GPU_TIMEOUT = (
+_GPU_TIMEOUT = Cause(
     "The GPU stopped answering and Windows reset it",
     "A GPU operation ran longer than Windows allows (TDR, {delay:g} s by default); the driver "
     "reset the device and DirectML/TensorFlow aborted the process.",
@@ -39,7 +48,7 @@ _GPU_TIMEOUT = (
         "Update the GPU driver: some resets are driver faults fixed since.",
     ),
 )
-_GPU_FAULT = (
+_GPU_FAULT = Cause(
     "The GPU reported a fault",
     "The kernel last recorded {rule}; the process died with the device in that state.",
     (
@@ -48,7 +57,7 @@ _GPU_FAULT = (
         "If it repeats on code that ran before, check the card's temperature and power.",
     ),
 )
-_UNKNOWN = (
+_UNKNOWN = Cause(
     "The kernel died without an error",
     "The process ended without a Python exception: a crash in native code (a driver, a "
     "library), os._exit, or a signal from outside.",
@@ -61,24 +70,26 @@ _UNKNOWN = (
 
 def post_mortem(state: KernelState) -> PostMortem:
     """The likely cause of a kernel's death, with what to do about it."""
-    if _host_memory_ran_out(state):
-        title, why, remedies = _HOST_MEMORY
-        available = _gib(state.host_available_bytes or 0)
-        return PostMortem(state, "host_memory", title, why.format(available=available), remedies)
     rule = state.last_rule_id or ""
+    if _host_memory_ran_out(state):
+        available = _gib(state.host_available_bytes or 0)
+        return _found(state, "host_memory", _HOST_MEMORY, available=available)
     if rule.startswith("hang.directml") or _step_outran_tdr(state):
-        title, why, remedies = _GPU_TIMEOUT
-        return PostMortem(state, "gpu_timeout", title, why.format(delay=TDR_DELAY_S), remedies)
+        return _found(state, "gpu_timeout", _GPU_TIMEOUT, delay=TDR_DELAY_S)
     if rule.startswith("fault."):
-        title, why, remedies = _GPU_FAULT
-        return PostMortem(state, "gpu_fault", title, why.format(rule=rule), remedies)
-    title, why, remedies = _UNKNOWN
-    return PostMortem(state, "unknown", title, why, remedies)
+        return _found(state, "gpu_fault", _GPU_FAULT, rule=rule)
+    return _found(state, "unknown", _UNKNOWN)
+
+
+def _found(state: KernelState, cause: str, found: Cause, **facts: object) -> PostMortem:
+    return PostMortem(state, cause, found.title, found.why.format(**facts), found.remedies)
 
 
 def _host_memory_ran_out(state: KernelState) -> bool:
     available, total = state.host_available_bytes, state.host_total_bytes
-    return available is not None and bool(total) and available < HOST_MEMORY_LOW * total
+    if available is None or not total:
+        return False
+    return available < HOST_MEMORY_LOW * total
 
 
 def _step_outran_tdr(state: KernelState) -> bool:

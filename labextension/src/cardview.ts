@@ -78,7 +78,8 @@ export function cardView(
   }
   for (const series of card.chart) {
     const figure = el('figure', 'jp-GpuGuard-figure');
-    const caption = `${series.name}${series.simulated ? ' (simulated)' : ''}: memory during the run`;
+    const simulated = series.simulated && !/simulated/i.test(series.name) ? ' (simulated)' : '';
+    const caption = `${series.name}${simulated}: memory during the run`;
     figure.append(el('figcaption', '', caption), memoryChart(series), chartLegend(series));
     root.append(figure);
   }

@@ -46,9 +46,7 @@ def cell(page: Any, index: int) -> Any:
 
 def cell_index(page: Any, cell_id: str) -> int:
     return int(
-        page.evaluate(
-            f"id => {CURRENT}.content.widgets.findIndex(c => c.model.id === id)", cell_id
-        )
+        page.evaluate(f"id => {CURRENT}.content.widgets.findIndex(c => c.model.id === id)", cell_id)
     )
 
 
@@ -72,7 +70,9 @@ def editor_text(page: Any, index: int) -> str:
 
 
 def execution_counts(page: Any) -> list[int | None]:
-    return list(page.evaluate(f"{CURRENT}.content.widgets.map(c => c.model.executionCount ?? null)"))
+    return list(
+        page.evaluate(f"{CURRENT}.content.widgets.map(c => c.model.executionCount ?? null)")
+    )
 
 
 def kernel_id(page: Any) -> str:

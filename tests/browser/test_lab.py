@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import re
 
+import nbformat
 import pytest
 
 from .conftest import shoot
 from .notebook import (
+    NOTEBOOKS,
     cell,
     cell_index,
     copy_notebook,
@@ -112,9 +114,7 @@ def test_4_saved_and_reloaded_without_its_kernel_the_card_still_applies(page, la
     page.wait_for_function("!window.jupyterapp.shell.currentWidget.context.model.dirty")
     old_kernel = kernel_id(page)
     page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
-    page.wait_for_function(
-        "!window.jupyterapp.shell.currentWidget.sessionContext.session"
-    )
+    page.wait_for_function("!window.jupyterapp.shell.currentWidget.sessionContext.session")
     page.reload()
     page.wait_for_selector(CARD, timeout=60_000)
     wait_for_kernel(page, "idle")
@@ -136,3 +136,95 @@ def test_4_saved_and_reloaded_without_its_kernel_the_card_still_applies(page, la
     card.locator(".jp-GpuGuard-status", has_text="now in the cell").wait_for()
     assert "BATCH_SIZE = 64" in editor_text(page, failing)
     shoot(page, "4-reloaded")
+
+
+def _setup_cells() -> list[str]:
+    """The demo notebook's first code cells: the guard on a simulated GPU, and the model."""
+    notebook = nbformat.read(NOTEBOOKS / "oom_recovery.ipynb", as_version=4)
+    code = [c.source for c in notebook.cells if c.cell_type == "code"]
+    return code[:2]
+
+
+#: A cell that keeps 1 GiB of the allocator each run and fits less the more it keeps: after a
+#: failed run at 64 the memory does not come back, as on a GPU whose failed run pins tensors.
+HOLDING_CELL = """%%gpuguard
+BATCH_SIZE = 512
+HELD.append(keras.ops.ones((2**28,)))
+model = keras.Sequential(
+    [keras.Input((32,)), keras.layers.Dense(8), ActivationMemory(96 // len(HELD)), keras.layers.Dense(1)]
+)
+model.compile(optimizer="adam", loss="mse", jit_compile=False)
+history = model.fit(x, y, batch_size=BATCH_SIZE, epochs=1, verbose=0)"""
+
+
+def test_5_restart_and_run_to_here_when_memory_did_not_come_back(browser, lab):
+    name = write_notebook(lab, "held.ipynb", [*_setup_cells(), "HELD = []", HOLDING_CELL, "1 + 1"])
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    open_notebook(page, lab, name)
+    for index in range(4):
+        run_cell(page, index)
+    card = cell(page, 3).locator(CARD)
+    retry = card.locator("button[data-action=retry]")
+    page.wait_for_function(
+        "document.querySelector('.jp-GpuGuard-card button[data-action=retry]')?.disabled === false"
+    )
+    retry.click()
+    restart = card.locator("button[data-action=restart_and_run_to_here]")
+    restart.wait_for(timeout=180_000)
+    assert "Memory did not come back" in card.inner_text()
+    size = int(re.search(r"with (\d+)", restart.inner_text()).group(1))
+    shoot(page, "5-memory-held")
+    restart.click()
+    page.locator(".jp-Dialog .jp-mod-accept").click()  # Lab's own confirmation
+    page.wait_for_function(  # run again: its card gave way to the run's own output
+        """() => {
+            const model = window.jupyterapp.shell.currentWidget.content.widgets[3].model;
+            return model.executionCount === 4 && !document.querySelector('.jp-GpuGuard-card');
+        }""",
+        timeout=180_000,
+    )
+    wait_for_kernel(page, "idle")
+    assert f"BATCH_SIZE = {size}" in editor_text(page, 3)
+    assert execution_counts(page)[:4] == [1, 2, 3, 4]  # only the cells above ran, and this one
+    assert execution_counts(page)[4] is None
+    outputs = cell(page, 3).locator(".jp-OutputArea").inner_text()
+    assert "Error" not in outputs
+    assert cell(page, 3).locator(CARD).count() == 0
+    shoot(page, "5-restarted")
+    context.close()
+
+
+def test_6_a_kernel_that_dies_gets_a_post_mortem_naming_its_cell(browser, lab):
+    dying = "%%gpuguard\nimport os, time\ntime.sleep(1.5)  # a sample of the devices is recorded\nos._exit(1)"
+    name = write_notebook(lab, "dies.ipynb", [_setup_cells()[0], dying])
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    open_notebook(page, lab, name)
+    run_cell(page, 0)
+    page.evaluate(
+        """() => {
+            const notebook = window.jupyterapp.shell.currentWidget.content;
+            notebook.activeCellIndex = 1;
+            window.jupyterapp.commands.execute('notebook:run-cell');
+        }"""
+    )
+    toast = page.locator(".Toastify__toast", has_text="Kernel died while running cell")
+    try:
+        toast.wait_for(timeout=60_000)
+    finally:
+        shoot(page, "6-died")
+    assert "import os, time" in toast.inner_text()  # the cell's first line names it
+    restarting = page.locator(".jp-Dialog", has_text="Kernel Restarting")
+    restarting.locator(".jp-mod-accept").click()  # Lab's own dialog covers the page
+    restarting.wait_for(state="detached")
+    shoot(page, "6-post-mortem")
+    page.locator(".Toastify__toast button", has_text="Details").click()
+    dialog = page.locator(".jp-Dialog")
+    dialog.wait_for()
+    assert "The kernel died without an error" in dialog.inner_text()
+    assert "Simulated GPU" in dialog.inner_text()  # the device's memory just before
+    shoot(page, "6-post-mortem-details")
+    dialog.locator(".jp-mod-accept").click()  # go to the cell
+    page.wait_for_function("window.jupyterapp.shell.currentWidget.content.activeCellIndex === 1")
+    context.close()

@@ -54,5 +54,8 @@ def test_the_cause_follows_the_last_record(changes, cause):
 def test_out_of_host_memory_outranks_the_last_diagnosis():
     state = dataclasses.replace(LAST, host_available_bytes=GIB // 2, last_rule_id="fault.xid")
     found = post_mortem(state)
-    assert (found.cause, found.title) == ("host_memory", "Out of host memory: the OS killed the kernel")
+    assert (found.cause, found.title) == (
+        "host_memory",
+        "Out of host memory: the OS killed the kernel",
+    )
     assert "0.5 GiB" in found.why
