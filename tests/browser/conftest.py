@@ -46,7 +46,10 @@ class Lab:
     runtime_dir: Path
 
     def page_url(self, notebook: str) -> str:
-        return f"{self.url}lab/tree/{notebook}?token={self.token}"
+        """The notebook in a workspace of its own, started afresh: pages opened one after
+        another must not restore each other's tabs."""
+        workspace = notebook.removesuffix(".ipynb")
+        return f"{self.url}lab/workspaces/{workspace}/tree/{notebook}?reset&token={self.token}"
 
     def api(self, path: str, method: str = "GET") -> object:
         request = urllib.request.Request(
@@ -138,7 +141,7 @@ def browser() -> Iterator[object]:
 
 
 def shoot(page: object, name: str) -> Path:
-    """Save the page as ``build/browser/<name>.png``."""
+    """Save the page (or one element of it, a Playwright locator) as ``build/browser/<name>.png``."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path))  # type: ignore[attr-defined]

@@ -57,12 +57,14 @@ def test_1_the_meter_shows_the_simulated_gpu_and_this_kernels_share(page):
     assert re.search(r"this kernel: [\d.]+ \w+", text), text
     assert page.locator(".jp-GpuGuard-bar-fill").count() == 1
 
+    shoot(page.locator("#jp-main-statusbar"), "readme-statusbar")
     meter.click()
     panel = page.locator(".jp-GpuGuard-meterPanel")
     panel.wait_for()
     assert "Simulated GPU (8.00 GiB)" in panel.inner_text()
     assert re.search(r"oom_recovery\.ipynb\s+[\d.]+ \wiB", panel.inner_text())  # by notebook
     shoot(page, "1-meter")
+    shoot(panel, "readme-meter-panel")
     page.keyboard.press("Escape")
 
 
@@ -97,6 +99,9 @@ def test_3_retry_fixes_the_cell_and_apply_writes_the_size_into_it_undoably(page)
     card.locator(".jp-GpuGuard-status", has_text="now in the cell").wait_for()
     assert "BATCH_SIZE = 64" in editor_text(page, failing)
     shoot(page, "3-applied")
+    page.set_viewport_size({"width": 1280, "height": 2000})  # the whole card, for the README
+    shoot(card, "readme-card")
+    page.set_viewport_size({"width": 1280, "height": 900})
 
     cell(page, failing).locator(".cm-content").click()
     page.keyboard.press("Control+z")
