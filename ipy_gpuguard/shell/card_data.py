@@ -9,6 +9,8 @@ from ..diagnosis.facts import FACT_LABELS, fact_text
 from ..protocol import FREE_MEMORY, ActionOffer, Card, DeviceSeries, Fact, Reclaim
 from ..retry import RetryRequest, batch_edit, retry_actions, retry_state
 from ..ui.remedy_render import card_remedy
+from ..ui.view import PanelView
+from ..ui.watch_render import action_lines, stall_facts, stall_title, where_lines
 from .reclaim import Reclaimed
 
 #: What a card shows while the failure's memory is being freed, just after it appeared.
@@ -47,6 +49,36 @@ def base_card(
         remedies=tuple(card_remedy(remedy) for remedy in diagnosis.remedies),
         notes=notes,
         chart=chart,
+        reclaimed=None,
+        retry=None,
+        batch_edit=None,
+        actions=(),
+        cell_id=cell_id,
+        execution_count=execution_count,
+    )
+
+
+def hang_card(
+    view: PanelView, card_id: str, cell_id: str | None, execution_count: int | None
+) -> Card | None:
+    """The watchdog's stall as a card, while the cell still runs; ``None`` without a stall."""
+    watch = view.watch
+    if watch is None or watch.stall is None:
+        return None
+    stall = watch.stall
+    return Card(
+        id=card_id,
+        kind="hang",
+        rule_id="hang.watchdog.stalled",
+        title=stall_title(watch),
+        summary=" ".join(stall_facts(view, stall, watch)),
+        error_type="",
+        matched="",
+        facts=(),
+        evidence=tuple(where_lines(stall.where.threads)),
+        remedies=(),
+        notes=tuple(action_lines(watch)),
+        chart=(),
         reclaimed=None,
         retry=None,
         batch_edit=None,

@@ -1,12 +1,15 @@
 """The comm ``ipy_gpuguard.actions``: how a frontend that renders cards itself (the lab
 extension) says so, and sends the actions of its buttons.
 
-The frontend opens the comm with ``{"renders": ["card"]}`` once it has seen a card of this
-kernel: from then on cards are displayed as data (card JSON, HTML, text) without widgets. The
-kernel answers the opening, and every later change, with the live cards ``{cards: [ids]}``. Each
-message from the frontend is an action ``{action, card, args}``; the answer is its result
-``{ok, message, card?}``, sent on the same comm, while the card's display is updated by its
-display id.
+The kernel opens the comm when the guard is loaded; a frontend that renders cards (the lab
+extension registers the target) answers ``{"renders": ["card"]}``, and one that does not closes
+it. A frontend may also open the comm itself with that handshake as its data (the lab extension
+does when it sees a card of a kernel it has no comm with). From the handshake on, cards are
+displayed as data (card JSON, HTML, text) without widgets, and a stall is shown as a card while
+the cell runs. The kernel answers the handshake, and every later change, with the live cards
+``{cards: [ids]}``. Every other message from the frontend is an action ``{action, card, args}``;
+the answer is its result ``{ok, message, card?}``, sent on the same comm, while the card's
+display is updated by its display id.
 """
 
 from __future__ import annotations
@@ -28,16 +31,29 @@ class ActionsComm:
         self._comms: dict[str, Any] = {}
         session.cards.changed = self.announce
 
+    def offer(self) -> None:
+        """Open the comm from the kernel, as the guard loads: a frontend that renders cards
+        answers with the handshake before the first guarded cell, where one can."""
+        from comm import create_comm
+
+        self._listen(create_comm(target_name=TARGET, data={}))
+
     def opened(self, comm: Any, message: dict[str, Any]) -> None:
-        """A frontend opened the comm; the handshake says what it renders."""
-        data = message.get("content", {}).get("data") or {}
+        """A frontend opened the comm; its data is the handshake."""
+        self._listen(comm)
+        self._handshake(comm, message.get("content", {}).get("data"))
+
+    def _listen(self, comm: Any) -> None:
+        self._comms[comm.comm_id] = comm
+        comm.on_msg(lambda msg: self.received(comm, msg))
+        comm.on_close(lambda _msg: self.closed(comm))
+
+    def _handshake(self, comm: Any, data: Any) -> None:
+        """What the frontend renders; answered with the live cards."""
         renders = data.get("renders") if isinstance(data, dict) else None
         if isinstance(renders, list) and "card" in renders:
             self._renderers.add(comm.comm_id)
-        self._comms[comm.comm_id] = comm
         self._update()
-        comm.on_msg(lambda msg: self.received(comm, msg))
-        comm.on_close(lambda _msg: self.closed(comm))
         comm.send(to_json(LiveCards(self.session.cards.ids())))
 
     def closed(self, comm: Any) -> None:
@@ -52,8 +68,12 @@ class ActionsComm:
             comm.send(message)
 
     def received(self, comm: Any, message: dict[str, Any]) -> None:
-        """Carry out an action and answer with its result; a bad one gets a result saying why."""
+        """Carry out an action and answer with its result; a bad one gets a result saying why.
+        A handshake on a comm the kernel opened is answered as such."""
         data = message.get("content", {}).get("data")
+        if isinstance(data, dict) and "renders" in data:
+            self._handshake(comm, data)
+            return
         name = str(data.get("action")) if isinstance(data, dict) else ""
         try:
             result = self.session.act(parse_action(data))
@@ -64,6 +84,14 @@ class ActionsComm:
                 name, False, f"the guard failed ({type(error).__name__}: {error})"
             )
         comm.send(to_json(result))
+
+    def close(self) -> None:
+        """The guard is unloaded: close every comm (the frontend forgets its live cards)."""
+        for comm in list(self._comms.values()):
+            comm.close()
+        self._comms.clear()
+        self._renderers.clear()
+        self._update()
 
     def _update(self) -> None:
         self.session.frontend_renders_cards = bool(self._renderers)

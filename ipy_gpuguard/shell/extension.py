@@ -37,6 +37,7 @@ def load(shell: Any) -> None:
     if comm_manager is not None:
         magics.actions_comm = ActionsComm(session)
         comm_manager.register_target(TARGET, magics.actions_comm.opened)
+        magics.actions_comm.offer()
 
 
 def unload(shell: Any) -> None:
@@ -60,6 +61,7 @@ def unload(shell: Any) -> None:
         comm_manager = getattr(getattr(shell, "kernel", None), "comm_manager", None)
         if comm_manager is not None and magics.actions_comm is not None:
             comm_manager.unregister_target(TARGET, magics.actions_comm.opened)
+            magics.actions_comm.close()
 
 
 def _state_file() -> KernelStateFile | None:

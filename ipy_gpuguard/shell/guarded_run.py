@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from IPython.display import DisplayHandle, display
@@ -65,8 +66,10 @@ class GuardedRun:
         name_cell: CellNamer | None = None,
         state_file: KernelStateFile | None = None,
         pipe_drain: PipeDrain | None = None,
+        on_stall: Callable[[PanelView], None] | None = None,
     ) -> None:
         self._backend = backend
+        self._on_stall = on_stall
         self._state_file = state_file
         self._options = options
         self._notes = notes
@@ -100,7 +103,7 @@ class GuardedRun:
             options.interval_s,
             interrupt_on_stall=options.on_hang == "interrupt",
             capture_stacks=lambda: capture_stacks(name_cell or (lambda filename: None)),
-            on_change=self._redraw_now if self._panel else lambda: None,
+            on_change=self._stall_changed,
             on_look=self._keras.attach_new,
         )
 
@@ -255,10 +258,12 @@ class GuardedRun:
         if self._state_file is not None:
             self._state_file.sampled(sample, self._devices, self.steps.snapshot())
 
-    def _redraw_now(self) -> None:
+    def _stall_changed(self) -> None:
         """From the watchdog thread: a stall began, goes on or ended."""
-        assert self._panel is not None
-        self._panel.draw(self.view, force=True)
+        if self._panel is not None:
+            self._panel.draw(self.view, force=True)
+        if self._on_stall is not None:
+            self._on_stall(self.view())
 
 
 def _watched(

@@ -34,6 +34,7 @@ from .config import GPUGuard
 from .guarded_run import GuardedRun
 from .incidents import IncidentLog
 from .kernel_state import KernelStateFile
+from .live_hang import LiveHangCards
 from .native_log import PipeDrain
 from .options import GuardOptions
 from .reclaim import Reclaimed
@@ -200,6 +201,10 @@ class GuardSession:
             self._name_cell,
             self.state_file,
             self._pipe_drain,
+            # The lab extension's Interrupt works while the cell runs: show a stall as a card.
+            LiveHangCards(cell_id, execution_count).changed
+            if self.frontend_renders_cards and not self.recording_attempt
+            else None,
         )
         if self.state_file is not None and not self.recording_attempt:
             first = next((line.strip() for line in cell.splitlines()[1:] if line.strip()), "")

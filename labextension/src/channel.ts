@@ -1,7 +1,11 @@
+import { ISessionContext } from '@jupyterlab/apputils';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { ACTIONS_TARGET, IAction, IActionResult, ILiveCards } from './protocol';
+
+/** What this frontend tells the kernel: it renders cards itself (no widget views). */
+const HANDSHAKE = { renders: ['card'] };
 
 /** What a card's display receives while its action runs in the kernel. */
 export interface IActionProgress {
@@ -67,7 +71,21 @@ export class ActionsChannel {
     if (kernel.isDisposed || kernel.connectionStatus !== 'connected' || !ready) {
       return;
     }
-    const comm = this.kernel.createComm(ACTIONS_TARGET);
+    this._use(this.kernel.createComm(ACTIONS_TARGET)).open(HANDSHAKE);
+  }
+
+  /**
+   * The comm the kernel opened as its guard loaded: answer the handshake on it, so that the
+   * kernel sends even its first card, and a stall while the cell runs, as data.
+   */
+  adopt(comm: Kernel.IComm): void {
+    if (this._comm && !this._comm.isDisposed) {
+      this._comm.close(); // one comm per kernel: the guard was loaded again
+    }
+    this._use(comm).send(HANDSHAKE);
+  }
+
+  private _use(comm: Kernel.IComm): Kernel.IComm {
     this._comm = comm;
     this._state = 'opening';
     comm.onMsg = msg => this._received(msg.content.data as unknown);
@@ -77,8 +95,8 @@ export class ActionsChannel {
         this._reset(this._state === 'opening' ? 'no-guard' : 'closed');
       }
     };
-    comm.open({ renders: ['card'] });
     this._changed.emit();
+    return comm;
   }
 
   /**
@@ -152,6 +170,18 @@ export class ActionsChannel {
 
 /** One channel per kernel connection, made on first use. */
 export class ActionsChannels {
+  /** Take the comm a notebook's kernel opens when the guard loads, in every kernel it gets. */
+  watch(context: ISessionContext): void {
+    const register = (kernel: Kernel.IKernelConnection | null | undefined) => {
+      if (kernel && !this._registered.has(kernel)) {
+        this._registered.add(kernel);
+        kernel.registerCommTarget(ACTIONS_TARGET, comm => this.get(kernel).adopt(comm));
+      }
+    };
+    register(context.session?.kernel);
+    context.kernelChanged.connect((_, change) => register(change.newValue));
+  }
+
   get(kernel: Kernel.IKernelConnection): ActionsChannel {
     let channel = this._channels.get(kernel);
     if (!channel) {
@@ -162,4 +192,5 @@ export class ActionsChannels {
   }
 
   private _channels = new WeakMap<Kernel.IKernelConnection, ActionsChannel>();
+  private _registered = new WeakSet<Kernel.IKernelConnection>();
 }

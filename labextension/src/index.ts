@@ -27,6 +27,7 @@ const cards: JupyterFrontEndPlugin<void> = {
   requires: [IRenderMimeRegistry, INotebookTracker],
   activate: (app: JupyterFrontEnd, rendermime: IRenderMimeRegistry, tracker: INotebookTracker) => {
     const host = { app, tracker, channels: new ActionsChannels() };
+    tracker.widgetAdded.connect((_, panel) => host.channels.watch(panel.sessionContext));
     rendermime.addFactory(
       { safe: true, mimeTypes: [CARD_MIME], createRenderer: () => new CardRenderer(host) },
       CARD_RANK

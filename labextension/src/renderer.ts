@@ -1,5 +1,5 @@
 import { JupyterFrontEnd } from '@jupyterlab/application';
-import { Cell, CodeCell } from '@jupyterlab/cells';
+import { Cell, CodeCell, CodeCellModel, ICellModel } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMime } from '@jupyterlab/rendermime';
 import { Kernel } from '@jupyterlab/services';
@@ -63,12 +63,16 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
     activityChanged.connect(this._onActivity, this);
     const panel = this._panel();
     panel?.sessionContext.kernelChanged.connect(this._render, this);
+    this._hostModel = this._hostCell()?.model ?? null;
+    this._hostModel?.stateChanged.connect(this._render, this);
     this._render();
   }
 
   protected onBeforeDetach(msg: Message): void {
     activityChanged.disconnect(this._onActivity, this);
     this._panel()?.sessionContext.kernelChanged.disconnect(this._render, this);
+    this._hostModel?.stateChanged.disconnect(this._render, this);
+    this._hostModel = null;
     this._watch(null);
     super.onBeforeDetach(msg);
   }
@@ -113,7 +117,7 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
       }
       return { action: offer.action, label: offer.label, enabled: !reason, reason };
     });
-    if (card.kind === 'hang' && kernel?.status === 'busy') {
+    if (card.kind === 'hang' && this._cellRunning()) {
       buttons.unshift({ action: INTERRUPT, label: 'Interrupt the kernel', enabled: true, reason: '' });
     }
     return buttons;
@@ -239,7 +243,20 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
   private _targetCell(card: ICard): Cell | undefined {
     const cells = this._panel()?.content.widgets ?? [];
     const id = card.batch_edit?.cell_id ?? card.cell_id;
-    return cells.find(cell => id && cell.model.id === id) ?? cells.find(cell => cell.node.contains(this.node));
+    return cells.find(cell => id && cell.model.id === id) ?? this._hostCell();
+  }
+
+  /**
+   * Whether the cell that shows this card still runs. Not the kernel's status: that follows
+   * every request, and one on the control channel reports idle while the cell runs.
+   */
+  private _cellRunning(): boolean {
+    const model = this._hostCell()?.model;
+    return model instanceof CodeCellModel && model.executionState === 'running';
+  }
+
+  private _hostCell(): Cell | undefined {
+    return this._panel()?.content.widgets.find(cell => cell.node.contains(this.node));
   }
 
   private _panel(): NotebookPanel | null {
@@ -261,5 +278,6 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
   }
 
   private _card: ICard | null = null;
+  private _hostModel: ICellModel | null = null;
   private _channel: ActionsChannel | null = null;
 }

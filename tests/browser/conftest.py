@@ -125,8 +125,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         log.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
+    """Chromium for one module. Not longer: Playwright's sync API keeps an event loop running
+    in this thread until it stops, which breaks every asyncio test after it."""
     if not shutil.which(CHROMIUM):
         pytest.fail(
             f"the browser tests need Chromium at {CHROMIUM}: apt-get install chromium "

@@ -74,6 +74,14 @@ def test_2_the_failing_cell_shows_the_card_rendered_by_the_extension(page):
     card.wait_for()
     assert card.locator(".jp-GpuGuard-title").inner_text() == "Out of CPU memory"
     assert cell(page, failing).locator(".jupyter-widgets.widget-button").count() == 0
+    bundles = page.evaluate(
+        "i => window.jupyterapp.shell.currentWidget.content.widgets[i].model.outputs.toJSON()"
+        ".map(output => Object.keys(output.data || {}))",
+        failing,
+    )
+    # The kernel sent the card as data: the extension answered its comm before the cell ran.
+    (card_bundle,) = [keys for keys in bundles if "application/vnd.ipy-gpuguard.card+json" in keys]
+    assert "application/vnd.jupyter.widget-view+json" not in card_bundle
     assert card.locator("svg.jp-GpuGuard-chart polyline").count() == 2
     assert "time since the cell started" in card.inner_text()
     retry = card.locator("button[data-action=retry]")
@@ -232,4 +240,37 @@ def test_6_a_kernel_that_dies_gets_a_post_mortem_naming_its_cell(browser, lab):
     shoot(page, "6-post-mortem-details")
     dialog.locator(".jp-mod-accept").click()  # go to the cell
     page.wait_for_function("window.jupyterapp.shell.currentWidget.content.activeCellIndex === 1")
+    context.close()
+
+
+def test_7_interrupt_on_a_live_hang_card_stops_the_stuck_cell(browser, lab):
+    stuck = (
+        "%%gpuguard --timeout 1 --interval 0.25\n"
+        "import time, ipy_gpuguard\n"
+        "ipy_gpuguard.heartbeat()\n"
+        "time.sleep(120)  # a data loader that never answers"
+    )
+    name = write_notebook(lab, "stuck.ipynb", ["%load_ext ipy_gpuguard", stuck])
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    open_notebook(page, lab, name)
+    run_cell(page, 0)
+    page.evaluate(
+        """() => {
+            const notebook = window.jupyterapp.shell.currentWidget.content;
+            notebook.activeCellIndex = 1;
+            window.jupyterapp.commands.execute('notebook:run-cell');
+        }"""
+    )
+    interrupt = cell(page, 1).locator(f"{CARD} button[data-action=interrupt]")
+    interrupt.wait_for(timeout=60_000)
+    assert "No progress for" in cell(page, 1).locator(CARD).inner_text()
+    shoot(page, "7-hang-card")
+    interrupt.click()
+    page.wait_for_function(  # the cell, not the kernel's status: see renderer.ts
+        "window.jupyterapp.shell.currentWidget.content.widgets[1].model.executionState === 'idle'",
+        timeout=30_000,
+    )
+    assert "KeyboardInterrupt" in cell(page, 1).locator(".jp-OutputArea").inner_text()
+    assert interrupt.count() == 0  # the kernel is idle: nothing left to interrupt
     context.close()

@@ -12,7 +12,7 @@ from ipy_gpuguard.protocol import CARD_MIME
 
 from ..oom_cells import keras_fit_cliff
 from ..protocol.validate import assert_valid
-from .client import caused_by, evaluate, execute, keras_kernel, widget_states
+from .client import caused_by, collect, evaluate, execute, keras_kernel, kernel, widget_states
 
 pytestmark = pytest.mark.kernel
 
@@ -98,3 +98,39 @@ def test_a_frontend_that_renders_cards_gets_data_and_its_retry_goes_through_the_
         (refused,) = [m["content"]["data"] for m in bad if m["msg_type"] == "comm_msg"]
         assert refused["ok"] is False
         assert refused["message"].startswith("unknown action 'explode'")
+
+
+STALLING = """%%gpuguard --timeout 1 --interval 0.25
+import time, ipy_gpuguard
+ipy_gpuguard.heartbeat()
+time.sleep(60)"""
+
+
+def test_a_stall_is_shown_as_a_card_while_the_cell_still_runs(tmp_path):
+    """The lab extension's Interrupt button needs the stall as a card while the cell runs."""
+    with kernel(GPUGUARD_SIMULATE="8GiB", JUPYTER_DATA_DIR=str(tmp_path)) as client:
+        loaded = execute(client, "%load_ext ipy_gpuguard")
+        # The kernel opens the comm as the guard loads; the frontend answers the handshake on it.
+        (opened,) = [
+            m["content"] for m in loaded.of_type("comm_open")
+            if m["content"]["target_name"] == "ipy_gpuguard.actions"
+        ]  # fmt: skip
+        comm_id = opened["comm_id"]
+        answer = send_on_comm(client, comm_id, {"renders": ["card"]})
+        assert comm_messages(answer, comm_id) == [{"cards": [], "version": 2}]
+        msg_id = client.execute(STALLING)
+        while True:
+            msg = client.get_iopub_msg(timeout=30)
+            if msg["msg_type"] == "display_data" and CARD_MIME in msg["content"]["data"]:
+                break
+        assert msg["parent_header"]["msg_id"] == msg_id  # in the running cell's output
+        card = msg["content"]["data"][CARD_MIME]
+        assert_valid("Card", card)
+        assert (card["kind"], card["rule_id"]) == ("hang", "hang.watchdog.stalled")
+        assert card["title"].startswith("No progress for")
+        assert any("time.sleep(60)" in line for line in card["evidence"])  # where it waits
+
+        client.manager.interrupt_kernel()  # what the card's Interrupt does, through the server
+        stopped = collect(client, msg_id, timeout=60)
+        assert stopped.status == "error"
+        assert stopped.reply["content"]["ename"] == "KeyboardInterrupt"

@@ -1,0 +1,47 @@
+"""The watchdog's stall as a card while the cell still runs, for a frontend that renders cards.
+
+A widget's button cannot be clicked while a cell runs (its click waits behind the cell on the
+shell channel), but the lab extension's **Interrupt** goes through the server: so the stall is
+shown as card data, from the watchdog's thread, in the running cell's output (ipykernel sends
+a thread's output to the cell that runs). One card per stall, updated while it goes on.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from IPython.display import DisplayHandle, display
+
+from ..ui.card import StaticCard
+from ..ui.view import PanelView
+from .card_data import hang_card
+
+
+class LiveHangCards:
+    """The cards of one guarded cell's stalls."""
+
+    def __init__(self, cell_id: str | None, execution_count: int | None) -> None:
+        self._cell_id = cell_id
+        self._execution_count = execution_count
+        self._handle: DisplayHandle | None = None
+        self._card_id = ""
+        self._stall_started: float | None = None
+
+    def changed(self, view: PanelView) -> None:
+        """From the watchdog's thread: show a new stall, or the one going on as it now is; a
+        stall that ended keeps its card as it last was."""
+        stall = view.watch.stall if view.watch is not None else None
+        if stall is None:
+            return
+        if stall.started_at != self._stall_started:
+            self._stall_started = stall.started_at
+            self._card_id = uuid.uuid4().hex
+            self._handle = None
+        card = hang_card(view, self._card_id, self._cell_id, self._execution_count)
+        assert card is not None
+        if self._handle is None:
+            handle = display(StaticCard(card), display_id=card.id)
+            assert isinstance(handle, DisplayHandle)  # display returns one given a display_id
+            self._handle = handle
+        else:
+            self._handle.update(StaticCard(card))
