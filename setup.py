@@ -38,6 +38,8 @@ def lab_data_files() -> list[tuple[str, list[str]]]:
         if path.is_file():
             folder = Path(LAB_SHARE) / path.parent.relative_to(LAB_BUILD)
             files.setdefault(str(folder), []).append(str(path.relative_to(HERE)))
+    if files:  # says which Python package installed it (`jupyter labextension list`)
+        files[LAB_SHARE].append("labextension/install.json")
     return list(files.items())
 
 

@@ -1,6 +1,6 @@
 import { Dialog, Notification, showDialog } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
-import { Kernel } from '@jupyterlab/services';
+import { Kernel, KernelAPI } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
 import { requestAPI } from './api';
@@ -32,6 +32,9 @@ export function watchKernelDeaths(tracker: INotebookTracker): void {
 async function report(panel: NotebookPanel, kernel: Kernel.IKernelConnection): Promise<void> {
   let found: IPostMortem | null;
   try {
+    if (!(await KernelAPI.getKernelModel(kernel.id))) {
+      return; // shut down on purpose: the server no longer has it; a dead kernel stays listed
+    }
     found = await requestAPI<IPostMortem>(`kernels/${kernel.id}/post-mortem`);
   } catch (error) {
     Notification.error(`The kernel of ${panel.title.label} died; its last record cannot be read (${(error as Error).message}).`, { autoClose: false });

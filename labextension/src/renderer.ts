@@ -98,6 +98,12 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
     const view = cardView(card, this._buttons(card, kernel, channel), activity, action =>
       void this._click(action)
     );
+    // The card is drawn anew whenever the kernel's state changes: keep what the person folded
+    // open or closed (a remedy, the evidence) as it was.
+    const folds = Array.from(this.node.querySelectorAll('details'), details => details.open);
+    view.querySelectorAll('details').forEach((details, index) => {
+      details.open = folds[index] ?? details.open;
+    });
     this.node.replaceChildren(view);
   }
 

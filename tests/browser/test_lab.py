@@ -96,11 +96,14 @@ def test_2_the_failing_cell_shows_the_card_rendered_by_the_extension(page):
 def test_3_retry_fixes_the_cell_and_apply_writes_the_size_into_it_undoably(page):
     failing = cell_index(page, FAILING_CELL)
     card = cell(page, failing).locator(CARD)
+    evidence = card.locator("details.jp-GpuGuard-evidence")
+    evidence.locator("summary").click()
     card.locator("button[data-action=retry]").click()
     status = card.locator(".jp-GpuGuard-status")
     status.filter(has_text="Fixed: batch size 64 fits").wait_for(timeout=180_000)
     assert "Fixed: batch size 64 fits" in card.locator(".jp-GpuGuard-verdict").inner_text()
     assert card.locator(".jp-GpuGuard-attempts tr").count() == 2  # header and one attempt
+    assert evidence.get_attribute("open") is not None  # still open after every redraw
     assert "BATCH_SIZE = 512" in editor_text(page, failing)
 
     card.locator("button[data-action=apply_to_cell]").click()
