@@ -44,11 +44,13 @@ export function cardView(
       button.title = state.enabled ? state.label : state.reason;
       button.addEventListener('click', () => click(state.action));
       row.append(button);
-      if (!state.enabled && state.reason) {
-        row.append(el('span', 'jp-GpuGuard-reason', state.reason));
-      }
     }
     root.append(row);
+    // Why buttons are disabled, each reason once (each button's tooltip has its own).
+    const reasons = new Set(buttons.filter(b => !b.enabled && b.reason).map(b => b.reason));
+    for (const reason of reasons) {
+      root.append(el('div', 'jp-GpuGuard-reason', reason));
+    }
   }
   const said = activity.running ?? activity.message;
   if (said) {

@@ -148,6 +148,19 @@ def test_4_saved_and_reloaded_without_its_kernel_the_card_still_applies(page, la
     assert "kernel session has ended" in card.inner_text()
     apply = card.locator("button[data-action=apply_to_cell]")
     assert apply.is_enabled()
+
+    source = "window.jupyterapp.shell.currentWidget.content.widgets[{}].model.sharedModel"
+    original = page.evaluate(source.format(failing) + ".getSource()")
+    cell(page, failing).locator(".cm-content").click()
+    page.keyboard.press("Control+End")
+    page.keyboard.type("\n# changed since it ran")
+    apply.click()  # the offsets would land on other text: refused, the cell left as it is
+    card.locator(".jp-GpuGuard-status", has_text="changed since it ran").wait_for()
+    assert "change it by hand (line 2: BATCH_SIZE = 64)" in card.inner_text()
+    assert "BATCH_SIZE = 512" in editor_text(page, failing)
+    shoot(page, "4-refused")
+    page.evaluate(f"text => {source.format(failing)}.setSource(text)", original)
+
     apply.click()
     card.locator(".jp-GpuGuard-status", has_text="now in the cell").wait_for()
     assert "BATCH_SIZE = 64" in editor_text(page, failing)
