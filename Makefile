@@ -45,7 +45,8 @@ lint: $(VENV)/.installed
 lab: $(VENV)/.installed $(LAB_BUILT)
 	GPUGUARD_SIMULATE=$${GPUGUARD_SIMULATE-8GiB} $(VENV)/bin/jupyter lab notebooks/
 
-## Measure the guard's overhead, the batch search, the watchdog and the doctor (figures side by side).
+## Measure the guard's overhead, the batch search, the watchdog, the doctor and the server's meter
+## (figures side by side).
 bench: $(VENV)/.installed
 	$(PY) bench/overhead.py
 	$(PY) bench/batch_search.py
@@ -53,6 +54,7 @@ bench: $(VENV)/.installed
 	$(PY) bench/doctor.py
 	$(PY) bench/native_log.py
 	$(PY) bench/diagnose.py
+	$(PY) bench/server_meter.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info ipy_gpuguard/labextension labextension/lib labextension/node_modules

@@ -11,7 +11,7 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from ..protocol import kernel_state_of, to_json
-from .meter import Meter, process_tree
+from .meter import Meter
 from .post_mortem import post_mortem
 
 #: The resource the server's authorizer is asked about, for both endpoints (read only).
@@ -30,11 +30,8 @@ class DevicesHandler(APIHandler):
     @authorized
     async def get(self) -> None:
         manager: Any = self.kernel_manager
-        kernels = {
-            kernel_id: process_tree(_pid(manager, kernel_id))
-            for kernel_id in manager.list_kernel_ids()
-        }
-        reading = await self._meter.reading(kernels)
+        pids = {kernel_id: _pid(manager, kernel_id) for kernel_id in manager.list_kernel_ids()}
+        reading = await self._meter.reading(pids)
         self.finish(json.dumps(to_json(reading)))
 
 

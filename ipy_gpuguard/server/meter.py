@@ -60,13 +60,20 @@ class Meter:
         self._lock = asyncio.Lock()
         self._cached: tuple[float, MeterReading] | None = None
 
-    async def reading(self, kernels: KernelPids) -> MeterReading:
-        """The shared reading, taken again in a worker thread when it is older than a second."""
+    async def reading(self, kernel_pids: Mapping[str, int | None]) -> MeterReading:
+        """The shared reading, taken again in a worker thread when it is older than a second.
+
+        ``kernel_pids`` is each kernel's own pid; their process trees (a scan of every process)
+        are walked in that thread too, and only for a new reading.
+        """
         async with self._lock:
             now = self._clock()
             if self._cached is None or now - self._cached[0] >= MIN_INTERVAL_S:
-                self._cached = (now, await asyncio.to_thread(self.read, kernels))
+                self._cached = (now, await asyncio.to_thread(self._read_trees, kernel_pids))
             return self._cached[1]
+
+    def _read_trees(self, kernel_pids: Mapping[str, int | None]) -> MeterReading:
+        return self.read({kernel_id: process_tree(pid) for kernel_id, pid in kernel_pids.items()})
 
     def read(self, kernels: KernelPids) -> MeterReading:
         """Read every device and the kernels' shares (blocking: a worker thread's job)."""

@@ -70,16 +70,21 @@ def test_without_nvml_the_reason_is_one_line():
     assert reading.devices == ()
 
 
-def test_one_reading_a_second_taken_off_the_event_loop():
+def test_one_reading_a_second_taken_off_the_event_loop(monkeypatch):
     nvml, clock = FakeNvml(), Clock()
     meter = Meter(lambda spec: nvml, "", pid_exists=lambda pid: True, clock=clock)
+    walks = []  # psutil's process tree scans every process: never on the loop, once a reading
+    monkeypatch.setattr(
+        "ipy_gpuguard.server.meter.process_tree",
+        lambda pid: walks.append(threading.current_thread()) or (pid, pid + 1),
+    )
 
     async def clients():
         loop_thread = threading.current_thread()
-        first = await meter.reading({})
-        again = await meter.reading({})  # a second client within the second: the same reading
+        first = await meter.reading({"k1": 100})
+        again = await meter.reading({"k1": 100})  # another client within the second: the same
         clock.now = 1.0
-        later = await meter.reading({})
+        later = await meter.reading({"k1": 100})
         return loop_thread, first, again, later
 
     loop_thread, first, again, later = asyncio.run(clients())
@@ -87,6 +92,9 @@ def test_one_reading_a_second_taken_off_the_event_loop():
     assert later is not first
     assert len(nvml.threads) == 4  # two readings of two GPUs
     assert loop_thread not in nvml.threads
+    assert len(walks) == 2
+    assert loop_thread not in walks
+    assert first.kernels[0].pids == (100, 101)
 
 
 class FakeSimulated(FakeNvml):
