@@ -43,7 +43,7 @@ lint: $(VENV)/.installed
 ## Build the lab extension, install it for development, and open the demo notebooks in JupyterLab
 ## (a simulated 8 GiB GPU where NVML finds none).
 lab: $(VENV)/.installed $(LAB_BUILT)
-	GPUGUARD_SIMULATE=$${GPUGUARD_SIMULATE-8GiB} $(VENV)/bin/jupyter lab notebooks/
+	GPUGUARD_SIMULATE=$${GPUGUARD_SIMULATE-8GiB} $(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
 
 ## Measure the guard's overhead, the batch search, the watchdog, the doctor and the server's meter
 ## (figures side by side).
