@@ -11,7 +11,7 @@ export interface IEditOutcome {
 }
 
 /** The SHA-256 of a cell's source, as the kernel hashed it (UTF-8, hex). */
-export function sourceHash(source: string): string {
+function sourceHash(source: string): string {
   return bytesToHex(sha256(new TextEncoder().encode(source)));
 }
 

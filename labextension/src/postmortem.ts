@@ -55,7 +55,7 @@ async function report(panel: NotebookPanel, kernel: Kernel.IKernelConnection): P
 }
 
 /** Scroll to the cell the kernel was running and select it. */
-export function goToCell(panel: NotebookPanel, cellId: string | null, executionCount: number | null): void {
+function goToCell(panel: NotebookPanel, cellId: string | null, executionCount: number | null): void {
   const notebook = panel.content;
   const index = notebook.widgets.findIndex(
     cell =>

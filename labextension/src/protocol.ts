@@ -8,12 +8,10 @@ export const CARD_MIME = 'application/vnd.ipy-gpuguard.card+json';
 /** The comm the cards' actions travel on. */
 export const ACTIONS_TARGET = 'ipy_gpuguard.actions';
 
-export const RETRY = 'retry';
-export const FIND_MAX = 'find_max';
-export const FREE_MEMORY = 'free_memory';
+/** The actions the frontend carries out itself; the others (retry, find_max, free_memory) go to
+ * the kernel as they are. */
 export const APPLY_TO_CELL = 'apply_to_cell';
 export const RESTART_AND_RUN_TO_HERE = 'restart_and_run_to_here';
-/** Actions the frontend carries out itself; the others go to the kernel. */
 export const FRONTEND_ACTIONS = new Set([APPLY_TO_CELL, RESTART_AND_RUN_TO_HERE]);
 
 export interface IFact {
