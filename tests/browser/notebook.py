@@ -50,18 +50,28 @@ def cell_index(page: Any, cell_id: str) -> int:
     )
 
 
+def start_cell(page: Any, index: int) -> None:
+    """Select cell ``index`` and start it, without waiting for it to end."""
+    _run(page, index, wait=False)
+
+
 def run_cell(page: Any, index: int, timeout: float = 180_000) -> None:
     """Select cell ``index`` and run it; returns once it has run."""
+    _run(page, index, wait=True)
+    wait_for_kernel(page, "idle", timeout)
+
+
+def _run(page: Any, index: int, wait: bool) -> None:
     page.evaluate(
-        """i => {
+        """([i, wait]) => {
             const notebook = window.jupyterapp.shell.currentWidget.content;
             notebook.activeCellIndex = i;
             notebook.deselectAll();
-            return window.jupyterapp.commands.execute('notebook:run-cell');
+            const ran = window.jupyterapp.commands.execute('notebook:run-cell');
+            return wait ? ran : null;
         }""",
-        index,
+        [index, wait],
     )
-    wait_for_kernel(page, "idle", timeout)
 
 
 def editor_text(page: Any, index: int) -> str:

@@ -24,6 +24,7 @@ from .notebook import (
     kernel_id,
     open_notebook,
     run_cell,
+    start_cell,
     wait_for_kernel,
     write_notebook,
 )
@@ -34,14 +35,25 @@ FAILING_CELL = "942564db"  # BATCH_SIZE = 512 in notebooks/oom_recovery.ipynb
 CARD = ".jp-GpuGuard-card"
 
 
+def new_page(browser):
+    return browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+
+
 @pytest.fixture(scope="module")
 def page(browser, lab):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
+    """The demo notebook's page, which steps 1 to 4 share."""
+    page = new_page(browser)
     copy_notebook(lab, "oom_recovery.ipynb")
     open_notebook(page, lab, "oom_recovery.ipynb")
     yield page
-    context.close()
+    page.context.close()
+
+
+@pytest.fixture
+def fresh_page(browser):
+    page = new_page(browser)
+    yield page
+    page.context.close()
 
 
 def test_1_the_meter_shows_the_simulated_gpu_and_this_kernels_share(page):
@@ -186,10 +198,9 @@ model.compile(optimizer="adam", loss="mse", jit_compile=False)
 history = model.fit(x, y, batch_size=BATCH_SIZE, epochs=1, verbose=0)"""
 
 
-def test_5_restart_and_run_to_here_when_memory_did_not_come_back(browser, lab):
+def test_5_restart_and_run_to_here_when_memory_did_not_come_back(fresh_page, lab):
+    page = fresh_page
     name = write_notebook(lab, "held.ipynb", [*_setup_cells(), "HELD = []", HOLDING_CELL, "1 + 1"])
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
     open_notebook(page, lab, name)
     for index in range(4):
         run_cell(page, index)
@@ -221,23 +232,15 @@ def test_5_restart_and_run_to_here_when_memory_did_not_come_back(browser, lab):
     assert "Error" not in outputs
     assert cell(page, 3).locator(CARD).count() == 0
     shoot(page, "5-restarted")
-    context.close()
 
 
-def test_6_a_kernel_that_dies_gets_a_post_mortem_naming_its_cell(browser, lab):
+def test_6_a_kernel_that_dies_gets_a_post_mortem_naming_its_cell(fresh_page, lab):
+    page = fresh_page
     dying = "%%gpuguard\nimport os, time\ntime.sleep(1.5)  # a sample of the devices is recorded\nos._exit(1)"
     name = write_notebook(lab, "dies.ipynb", [_setup_cells()[0], dying])
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
     open_notebook(page, lab, name)
     run_cell(page, 0)
-    page.evaluate(
-        """() => {
-            const notebook = window.jupyterapp.shell.currentWidget.content;
-            notebook.activeCellIndex = 1;
-            window.jupyterapp.commands.execute('notebook:run-cell');
-        }"""
-    )
+    start_cell(page, 1)
     toast = page.locator(".Toastify__toast", has_text="Kernel died while running cell")
     try:
         toast.wait_for(timeout=60_000)
@@ -256,10 +259,10 @@ def test_6_a_kernel_that_dies_gets_a_post_mortem_naming_its_cell(browser, lab):
     shoot(page, "6-post-mortem-details")
     dialog.locator(".jp-mod-accept").click()  # go to the cell
     page.wait_for_function("window.jupyterapp.shell.currentWidget.content.activeCellIndex === 1")
-    context.close()
 
 
-def test_7_interrupt_on_a_live_hang_card_stops_the_stuck_cell(browser, lab):
+def test_7_interrupt_on_a_live_hang_card_stops_the_stuck_cell(fresh_page, lab):
+    page = fresh_page
     stuck = (
         "%%gpuguard --timeout 1 --interval 0.25\n"
         "import time, ipy_gpuguard\n"
@@ -267,17 +270,9 @@ def test_7_interrupt_on_a_live_hang_card_stops_the_stuck_cell(browser, lab):
         "time.sleep(120)  # a data loader that never answers"
     )
     name = write_notebook(lab, "stuck.ipynb", ["%load_ext ipy_gpuguard", stuck])
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
     open_notebook(page, lab, name)
     run_cell(page, 0)
-    page.evaluate(
-        """() => {
-            const notebook = window.jupyterapp.shell.currentWidget.content;
-            notebook.activeCellIndex = 1;
-            window.jupyterapp.commands.execute('notebook:run-cell');
-        }"""
-    )
+    start_cell(page, 1)
     interrupt = cell(page, 1).locator(f"{CARD} button[data-action=interrupt]")
     interrupt.wait_for(timeout=60_000)
     assert "No progress for" in cell(page, 1).locator(CARD).inner_text()
@@ -289,4 +284,3 @@ def test_7_interrupt_on_a_live_hang_card_stops_the_stuck_cell(browser, lab):
     )
     assert "KeyboardInterrupt" in cell(page, 1).locator(".jp-OutputArea").inner_text()
     assert interrupt.count() == 0  # the kernel is idle: nothing left to interrupt
-    context.close()
