@@ -219,7 +219,11 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
     if (result.card) {
       this._replaceOutput(card.id, { [CARD_MIME]: result.card as any });
     }
-    setActivity(card.id, { message: result.message, ok: result.ok });
+    // An action that ran attempts is reported by the card itself (its attempts and verdict);
+    // the kernel's message is the verdict's first line, in the words of its text card.
+    const attempted =
+      (result.card?.retry?.attempts.length ?? 0) > (card.retry?.attempts.length ?? 0);
+    setActivity(card.id, attempted ? {} : { message: result.message, ok: result.ok });
   }
 
   /**
