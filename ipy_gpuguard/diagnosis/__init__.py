@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from .context import Context, DeviceMemory
 from .diagnose import diagnose
+from .likely import LIKELY_RULES
 from .model import Diagnosis, FactValue, Kind, Remedy
 from .remedies import REMEDIES
 from .rules import RULES, Rule
 
 __all__ = [
+    "LIKELY_RULES",
     "REMEDIES",
     "RULES",
     "Context",

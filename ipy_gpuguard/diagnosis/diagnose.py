@@ -15,6 +15,7 @@ from .builds import build_fields
 from .context import Context, DeviceMemory
 from .evidence import memory_evidence
 from .facts import extract_facts, fill
+from .likely import likely_rule
 from .model import Diagnosis, FactValue, Kind, Remedy
 from .remedies import GPU_ONLY_REMEDIES, STEP_TIMEOUT_REMEDIES, resolved
 from .report import ErrorLink, ErrorReport, report_from_exception, report_from_text
@@ -76,7 +77,8 @@ def find_rule(
     """The first rule that recognises the error, and the line it recognised.
 
     The error's own text decides first. A symptom whose cause the framework logs defers to a
-    rule that recognises the log; the log alone decides when nothing recognises the error.
+    rule that recognises the log; the log alone decides when nothing recognises the error, and
+    the second stage (:mod:`.likely`) reads the families of evidence when no rule does.
     """
     context_texts = (*[link.text for link in report.links], *report.log_lines)
     for rule in RULES:
@@ -88,8 +90,10 @@ def find_rule(
             if rule.cause_in_log:
                 return _rule_in_log(report, context_texts, previous_kind) or (rule, matched)
             return rule, matched
-    return _rule_in_log(report, context_texts, previous_kind) or _rule_in_log(
-        report, context_texts, previous_kind, symptoms=True
+    return (
+        _rule_in_log(report, context_texts, previous_kind)
+        or _rule_in_log(report, context_texts, previous_kind, symptoms=True)
+        or likely_rule(report)
     )
 
 

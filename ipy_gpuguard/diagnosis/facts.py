@@ -15,7 +15,7 @@ from ..telemetry.units import format_bytes
 from .model import FactValue
 
 #: A size; it starts where a number starts, so that a long run of digits is read once.
-_SIZE = r"(?<![\d.])\d+(?:\.\d+)?\s*(?:[KMGT]i?B?|B|bytes)?"
+_SIZE = r"(?<![\d.,])\d+(?:[.,]\d+)*\s*(?:[KMGT]i?B?|B|bytes)?"
 _BINARY_UNITS = {"": 1, "b": 1, "bytes": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
 #: Bytes per element for the dtype spellings of TensorFlow (``float``), NumPy (``float32``)
@@ -94,7 +94,14 @@ FACT_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"expected to be a (?P<expected_dtype>\w+) tensor but is a (?P<found_dtype>\w+) tensor",
         r"has type (?P<found_dtype>\w+) that does not match (?:expected )?type (?P<expected_dtype>\w+)",
         r"Received a label value of (?P<label>-?\d+) which is outside the valid range of (?P<valid_range>\[[^)]*\))",
-        r"indices\[[\d,]+\] = (?P<label>-?\d+) is not in (?P<valid_range>\[[^)]*\))",
+        r"indices(?:\[[\d,]+\])? = (?P<label>-?\d+) is not in (?P<valid_range>\[[^)]*\))",
+        r"First element had shape (?P<first_shape>\[[\d,\s]*\]) and element \d+ had shape (?P<other_shape>\[[\d,\s]*\])",
+        r"Input to reshape is a tensor with (?P<input_values>\d+) values, but the requested shape (?:has|requires a multiple of) (?P<requested_values>\d+)",
+        r"Unsupported object type (?P<found_dtype>[\w.]+)\)",
+        r"Feature: (?P<feature>\S+) \(data type: \w+\) is required",
+        r"Key: (?P<feature>[^\s.]+(?:\.[^\s.]+)*)\.\s+(?:Data types don't match|Can't parse)",
+        # collectives
+        r"WorkNCCL\(SeqNum=\d+, OpType=(?P<op>\w+)",
     )
 )
 
@@ -121,10 +128,29 @@ def message_bytes(text: str) -> int | None:
 
     TensorFlow writes ``G`` for GiB, so single letters are binary too.
     """
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B|bytes)?", text.strip(), re.IGNORECASE)
+    match = re.fullmatch(
+        r"(\d{1,3}(?:[.,\u00a0 ]\d{3})+|\d+(?:[.,]\d+)?)\s*([KMGT]?)(?:i?B|bytes)?",
+        text.strip(),
+        re.IGNORECASE,
+    )
     if match is None:
         return None
-    return int(float(match.group(1)) * _BINARY_UNITS[match.group(2).lower()])
+    number, unit = match.group(1), match.group(2).lower()
+    if not unit and re.fullmatch(r"\d{1,3}[.,]\d{3}", number):
+        number = number.replace(",", "").replace(".", "")  # bytes come whole: 1,024 is 1024
+    return int(_locale_number(number) * _BINARY_UNITS[unit])
+
+
+def _locale_number(text: str) -> float:
+    """``2,14`` and ``2.14`` are 2.14; ``1.234.567`` and ``1 234 567`` are 1234567.
+
+    A separator followed by exactly three digits, repeated, groups thousands; a single comma
+    otherwise is the decimal point of a German or French locale."""
+    if re.fullmatch(r"\d{1,3}(?:([.,\u00a0 ])\d{3})(?:\1\d{3})+", text) or re.fullmatch(
+        r"\d{1,3}[\u00a0 ]\d{3}", text
+    ):
+        return float(re.sub(r"\D", "", text))
+    return float(text.replace(",", "."))
 
 
 def tensor_bytes(shape: tuple[int, ...], dtype: str) -> int | None:
@@ -214,6 +240,11 @@ FACT_LABELS = {
     "expected_dtype": "dtype expected",
     "label": "value",
     "valid_range": "valid range",
+    "first_shape": "first element's shape",
+    "other_shape": "other element's shape",
+    "input_values": "values in the tensor",
+    "requested_values": "values the shape needs",
+    "feature": "feature",
     "fit_fraction": "batch that would fit (estimate)",
 }
 

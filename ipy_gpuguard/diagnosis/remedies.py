@@ -303,6 +303,75 @@ _CATALOG = (
         "NumPy creates float64 by default; Keras layers compute in float32.",
         steps=('x = x.astype("float32") (NumPy) or tf.cast(x, tf.float32).',),
     ),
+    Remedy(
+        "numeric_array",
+        "Make the array numeric",
+        "An array of dtype object holds Python values of mixed types or lengths (a DataFrame "
+        "column of strings, ragged lists); TensorFlow needs one numeric dtype.",
+        steps=(
+            'x = np.asarray(x).astype("float32"), or df.to_numpy(dtype="float32") for a DataFrame;',
+            "a column that will not convert holds text or missing values: encode or drop it;",
+            "ragged rows: pad them (keras.utils.pad_sequences) or use tf.ragged.constant.",
+        ),
+    ),
+    Remedy(
+        "pad_batches",
+        "Give the elements of a batch one shape",
+        "A batch is one tensor, so every element in it needs the same shape.",
+        steps=(
+            "Resize in the pipeline: ds.map(lambda x, y: (tf.image.resize(x, (224, 224)), y));",
+            "or pad: ds.padded_batch(batch_size) for sequences of different lengths;",
+            "or keep them ragged: ds.ragged_batch(batch_size).",
+        ),
+    ),
+    Remedy(
+        "check_features",
+        "Parse the features the records hold",
+        "tf.io.parse_example needs every feature it is told about, with the type it was written as.",
+        steps=(
+            "List what a record holds: tf.train.Example.FromString(next(iter(tf.data.TFRecordDataset(path))).numpy());",
+            "match the names and types in your feature description, or give the feature a default_value.",
+        ),
+    ),
+    Remedy(
+        "collective_timeout",
+        "Find the rank that did not reach the collective",
+        "A collective waits for every rank: one rank that crashed, ran a different number of "
+        "steps or took a different branch leaves the others waiting until the timeout.",
+        steps=(
+            "Run with NCCL_DEBUG=INFO and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 and read the first rank that failed;",
+            "make every rank see the same number of batches (drop_last=True, DistributedSampler);",
+            "for a slow step that is not stuck, raise the timeout: init_process_group(timeout=timedelta(hours=1)).",
+        ),
+    ),
+    Remedy(
+        "reload_driver",
+        "Bring the driver's parts back to one version",
+        "After a driver update the old kernel module stays loaded until it is unloaded or the "
+        "machine reboots; in a container, the driver library comes from the host.",
+        steps=(
+            "Reboot the machine (or unload the nvidia modules: sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia);",
+            "in a container, start it with the NVIDIA Container Toolkit (--gpus all) rather than installing a driver in it;",
+            "nvidia-smi works again when the versions match.",
+        ),
+        links=(
+            (
+                "NVIDIA Container Toolkit",
+                "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html",
+            ),
+        ),
+    ),
+    Remedy(
+        "match_plugin_version",
+        "Install the framework version the plugin was built for",
+        "Pluggable devices (DirectML, Metal, PJRT plugins) load only into the framework version "
+        "they were built against.",
+        steps=(
+            "tensorflow-directml-plugin: pip install tensorflow-cpu==2.10.0 (the plugin stops at 2.10);",
+            "tensorflow-metal: install the tensorflow-macos/tensorflow version its release notes name;",
+            'JAX: install jax and its jax-cuda plugin at the same version (pip install -U "jax[cuda12]").',
+        ),
+    ),
 )
 
 REMEDIES: dict[str, Remedy] = {remedy.id: remedy for remedy in _CATALOG}

@@ -22,7 +22,17 @@ from .bounded import bounded_lines, bounded_text
 #: older ``2021-10-13 17:19:29.385716: E tensorflow/...`` form.
 _LOG_LINE = re.compile(
     r"^\s*(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+:\s+)?[IWEF](?:\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+|\s+)"
-    r"[\w./-]+\.(?:cc|cpp|h|c):\d+\]"
+    r"[\w./\\:-]+\.(?:cc|cpp|h|c):\d+\]"
+)
+#: What launchers and loggers put before each line of a report: torchrun's ``[rank0]:``, Ray's
+#: ``(Actor pid=12)``, a quoted reply's ``>``, pytest's ``E``, journald's date, host and unit.
+_LINE_PREFIX = re.compile(
+    r"^(?:\[\d+\] )?\[(?:rank|default)\d+\]:[ ]?"
+    r"|^\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\)[ ]"
+    r"|^>[ ]?"
+    r"|^E[ ]{3}"
+    r"|^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@-]+\[\d+\]: ",
+    re.MULTILINE,
 )
 _CHAIN_SEPARATOR = re.compile(
     r"^(?:During handling of the above exception, another exception occurred:"
@@ -92,13 +102,19 @@ def report_from_exception(error: BaseException, log_lines: Iterable[str] = ()) -
 
 
 def report_from_text(text: str, log_lines: Iterable[str] = ()) -> ErrorReport:
-    """Read error text pasted from a notebook, a terminal or a log file."""
-    lines = bounded_text(text).splitlines()
+    """Read error text pasted from a notebook, a terminal or a log file.
+
+    What people paste is often only the log (no exception line), a traceback cut before its
+    last line, or lines prefixed by a launcher; without an exception, the whole text is the error.
+    """
+    lines = _LINE_PREFIX.sub("", bounded_text(text)).splitlines()
     native = [line for line in lines if _LOG_LINE.match(line)]
     rest = "\n".join(line for line in lines if not _LOG_LINE.match(line))
     parts = [part for part in _CHAIN_SEPARATOR.split(rest) if part.strip()]
     # Python prints the innermost exception first; the chain is read outermost first.
     links = tuple(_text_link(part) for part in reversed(parts))
+    if not any(link.type_names for link in links):
+        links = (ErrorLink((), "\n".join(lines)),)
     return ErrorReport(
         links,
         (*native, *bounded_lines(log_lines)),

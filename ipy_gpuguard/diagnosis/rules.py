@@ -48,6 +48,16 @@ _MEMORY_EVIDENCE = (
     r"ran out of memory trying to allocate(?!.*caller indicates that this is not a failure)",
     r"failed to allocate [\d.]+\s*[KMGT]?i?B? \(\d+ bytes\) from device",
 )
+#: The allocator's state, which TensorFlow's BFC allocator prints only when it ran out.
+_BFC_DUMP = (
+    r"\b(?:InUse|Free) at (?:0x)?[0-9a-f]+ (?:next \d+ )?of size \d+",
+    r"\bChunk at (?:0x)?[0-9a-f]+ of size \d+",
+    r"\bBin \(\d+\):\s+Total Chunks: \d+",
+    r"\bSum Total of in-use chunks:",
+    r"\bSummary of in-use Chunks by size",
+    r"^\s*MaxInUse:\s+\d+",
+    r"\bRequested Size: [\d.]+\w+ \| in_use: \d",
+)
 _GPU_WORDS = (r"(?i)\b(?:GPU|CUDA|cuDNN|DNN|cuBLAS|device)\b",)
 
 
@@ -186,16 +196,25 @@ RULES: tuple[Rule, ...] = (
         "Out of {memory_of} memory",
         "TensorFlow could not allocate<< {requested_bytes}>><< for a {dtype} tensor of shape {shape}>>"
         "<< on {device}>><< in {op}>>.",
-        (r"\bOOM when allocating tensor",),
+        (
+            r"\bOOM when allocating tensor",
+            r"If you want to see a list of allocated tensors when OOM happens",
+        ),
         _TF_OOM_REMEDIES,
+        in_log=True,
     ),
     Rule(
         "oom.tf.eager",
         Kind.OUT_OF_MEMORY,
         "Out of {memory_of} memory",
         "TensorFlow could not allocate memory<< for {op}>><< on {device}>>.",
-        (r"\bfailed to allocate memory\b",),
+        (
+            r"\bfailed to allocate memory\b",
+            r"Ran out of GPU memory when allocating",
+            r"EigenAllocator for GPU ran out of memory",
+        ),
         _TF_OOM_REMEDIES,
+        in_log=True,
     ),
     Rule(
         "oom.tf.dst_tensor",
@@ -215,6 +234,10 @@ RULES: tuple[Rule, ...] = (
             r"Out of memory while trying to allocate",
             r"RESOURCE_EXHAUSTED: Failed to allocate request for",
             r"Out of memory allocating \d+ bytes",
+            r"(?i)Resource exhausted: Out of memory",
+            r"Original error: RESOURCE_EXHAUSTED",
+            r"BufferAssignment OOM Debugging",
+            r"^\s*Entry Parameter Subshape: ",
         ),
         (*_OOM_REMEDIES, "xla_off", "stale_process"),
     ),
@@ -234,7 +257,7 @@ RULES: tuple[Rule, ...] = (
         "oom.torch.cpu",
         Kind.OUT_OF_MEMORY,
         "Out of CPU memory (PyTorch)",
-        "PyTorch could not allocate<< {requested_bytes}>> of the host's memory<< on {device}>>.",
+        "PyTorch could not allocate<< {requested_bytes}>> of the host's memory.",
         (
             r"DefaultCPUAllocator: can't allocate memory",
             r"DefaultCPUAllocator: not enough memory",
@@ -255,7 +278,11 @@ RULES: tuple[Rule, ...] = (
         Kind.OUT_OF_MEMORY,
         "Out of {memory_of} memory",
         "The CUDA driver could not allocate<< {requested_bytes} of>> GPU memory<< on {device}>>.",
-        (r"CUDA_ERROR_OUT_OF_MEMORY", r"cudaErrorMemoryAllocation"),
+        (
+            r"CUDA_ERROR_OUT_OF_MEMORY",
+            r"cudaErrorMemoryAllocation",
+            r"Cuda failure '?out of memory'?",
+        ),
         (*_TF_OOM_REMEDIES,),
         in_log=True,
     ),
@@ -263,7 +290,7 @@ RULES: tuple[Rule, ...] = (
         "oom.cublas.alloc",
         Kind.OUT_OF_MEMORY,
         "Out of {memory_of} memory (cuBLAS could not start)",
-        "cuBLAS could not get the memory it needs<< on {device}>>: the GPU's memory was already taken.",
+        "cuBLAS could not get the memory it needs: the GPU's memory was already taken.",
         (r"CUBLAS_STATUS_ALLOC_FAILED",),
         ("memory_growth", "smaller_batch", "free_memory", "stale_process"),
         in_log=True,
@@ -272,7 +299,7 @@ RULES: tuple[Rule, ...] = (
         "oom.cudnn.alloc",
         Kind.OUT_OF_MEMORY,
         "Out of {memory_of} memory (cuDNN)",
-        "cuDNN could not allocate its workspace<< on {device}>>.",
+        "cuDNN could not allocate its workspace.",
         (r"CUDNN_STATUS_ALLOC_FAILED",),
         ("memory_growth", "smaller_batch", "free_memory", "stale_process"),
         in_log=True,
@@ -283,7 +310,10 @@ RULES: tuple[Rule, ...] = (
         "Out of {memory_of} memory",
         "TensorFlow's allocator<< {allocator}>> ran out of memory<< allocating {requested_bytes}>>"
         "<< for {op}>>.",
-        (r"ran out of memory trying to allocate(?!.*caller indicates that this is not a failure)",),
+        (
+            r"(?i)ran out of memory trying to allocate(?!.*caller indicates that this is not a failure)",
+            *_BFC_DUMP,
+        ),
         _TF_OOM_REMEDIES,
         in_log=True,
     ),
@@ -323,6 +353,7 @@ RULES: tuple[Rule, ...] = (
             r"DXGI_ERROR_DEVICE_RESET",
             r"(?i)\b0x887a000[57]\b",
             r"GPU device instance has been suspended",
+            r"GetDeviceRemovedReason\(\)\)*\s*>= 0\) == true",
         ),
         _HANG_REMEDIES,
         in_log=True,
@@ -378,6 +409,47 @@ RULES: tuple[Rule, ...] = (
         in_log=True,
         cause_in_log=True,
     ),
+    Rule(
+        "hang.xid",
+        Kind.HANG,
+        "The GPU stopped responding (Xid<< {xid}>>)",
+        "The NVIDIA driver reported that the GPU stopped processing or timed out<< (Xid {xid})>>, "
+        "and reset the work on it.",
+        (
+            r"\bXid \([^)]*\):\s*(?:8|43|45|109|119|120)\b",
+            r"CTX SWITCH TIMEOUT",
+            r"GSP RM heartbeat timed out",
+            r"Timeout (?:after \d+s of )?waiting for RPC (?:response )?from (?:GPU\d* )?GSP",
+        ),
+        ("restart_kernel", "update_driver", "check_hardware"),
+        in_log=True,
+    ),
+    Rule(
+        "hang.metal.timeout",
+        Kind.HANG,
+        "The GPU timed out (Metal)",
+        "macOS stopped a Metal command buffer that ran longer than its timeout.",
+        (
+            r"kIO(?:GPU|Accel)CommandBufferCallbackError(?:Timeout|Hang)",
+            r"Caused GPU (?:Timeout|Hang) Error",
+        ),
+        ("restart_kernel", "smaller_work"),
+        in_log=True,
+    ),
+    Rule(
+        "hang.nccl.timeout",
+        Kind.HANG,
+        "A collective operation timed out (NCCL)",
+        "NCCL's watchdog stopped a collective operation<< ({op})>> that waited longer than its "
+        "timeout: one rank did not reach it, or reached it with different data.",
+        (
+            r"Watchdog caught collective operation timeout",
+            r"WorkNCCL\(.*\) ran for \d+ milliseconds before timing out",
+            r"ProcessGroupNCCL::WorkNCCL::checkTimeout",
+        ),
+        ("collective_timeout", "restart_kernel"),
+        in_log=True,
+    ),
     # ---- the GPU faulted ----
     Rule(
         "fault.cuda.illegal_address",
@@ -388,6 +460,7 @@ RULES: tuple[Rule, ...] = (
             r"an illegal memory access was encountered",
             r"CUDA_ERROR_ILLEGAL_ADDRESS",
             r"cudaErrorIllegalAddress",
+            r"Memory access fault by GPU node",
         ),
         ("restart_kernel", "locate_fault", "update_driver"),
         in_log=True,
@@ -406,7 +479,7 @@ RULES: tuple[Rule, ...] = (
         "fault.cuda.bad_kernel",
         Kind.FAULT,
         "GPU fault: invalid instruction or address",
-        "A GPU kernel executed an invalid instruction or a misaligned access<< ({code})>>.",
+        "A GPU kernel executed an invalid instruction or a misaligned access.",
         (
             r"an illegal instruction was encountered",
             r"CUDA_ERROR_ILLEGAL_INSTRUCTION",
@@ -435,7 +508,7 @@ RULES: tuple[Rule, ...] = (
         Kind.FAULT,
         "GPU driver error (Xid<< {xid}>>)",
         "The NVIDIA driver reported Xid<< {xid}>>, an error of the GPU or the driver.",
-        (r"\bXid\b", r"GPU has fallen off the bus"),
+        (r"\bXid\b", r"fallen off the bus"),
         ("restart_kernel", "check_hardware", "update_driver"),
         in_log=True,
     ),
@@ -455,12 +528,43 @@ RULES: tuple[Rule, ...] = (
         in_log=True,
     ),
     Rule(
+        "mismatch.driver.library",
+        Kind.MISMATCH,
+        "The NVIDIA driver's parts do not match",
+        "The driver's kernel module and its user-space library are different versions (a driver "
+        "update without a reboot, or a container's driver library that is not the host's).",
+        (
+            r"Driver/library version mismatch",
+            r"kernel version \S+ does not match DSO version",
+            r"CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+            r"API mismatch: the NVIDIA kernel module",
+            r"cuInit: CUDA_ERROR_NOT_FOUND: named symbol not found",
+        ),
+        ("reload_driver", "update_driver"),
+        in_log=True,
+    ),
+    Rule(
+        "mismatch.plugin",
+        Kind.MISMATCH,
+        "A GPU plugin does not match the framework",
+        "The framework could not load its GPU plugin (DirectML, Metal or a PJRT plugin): the plugin "
+        "was built for another version of the framework.",
+        (
+            r"tfdml_plugin\.dll not found",
+            r"libmetal_plugin\.dylib.*[Ss]ymbol not found",
+            r"Mismatched PJRT plugin PJRT API version",
+        ),
+        ("match_plugin_version",),
+    ),
+    Rule(
         "mismatch.cudnn.version",
         Kind.MISMATCH,
         "cuDNN version mismatch",
         "TensorFlow was compiled with cuDNN<< {expected_version}>> but loaded cuDNN<< {found_version}>>.",
         (
             r"Loaded runtime CuDNN library: \S+ (?:\(compatibility version \S+\) )?but source was compiled with",
+            r"Found (?:cuDNN|cuBLAS|CUDA|cuFFT|cuSOLVER|cuSPARSE|NCCL|cuPTI) version \d+, but JAX was built against version",
+            r"Outdated (?:cuDNN|CUDA|cuBLAS) installation found",
         ),
         ("install_matching_libraries", "restart_kernel"),
         in_log=True,
@@ -471,9 +575,13 @@ RULES: tuple[Rule, ...] = (
         "A CUDA library is missing",
         "The framework could not load<< {library}>>, so it cannot use the GPU.",
         (
-            r"Could not load dynamic library '[^']*(?:cud|cublas|cufft|curand|cusolver|cusparse|nvinfer|nccl)",
-            r"lib(?:cudart|cublas|cublasLt|cudnn|cufft|curand|cusolver|cusparse|nvinfer|cuda)[\w.]*: cannot open shared object file",
+            r"Could not load dynamic library '[^']*(?:cud|cublas|cufft|curand|cusolver|cusparse|nccl|[Dd]irect[Mm][Ll])",
+            r"lib(?:cudart|cublas|cublasLt|cudnn|cufft|curand|cusolver|cusparse|cuda)[\w.]*: cannot open shared object file",
             r"(?:cudart|cublas|cudnn|cufft|curand|cusolver|cusparse)64_\d+\.dll not found",
+            r"Could not (?:load library|locate) (?:cudnn|cublas|cudart)\w*\.dll",
+            r"libd3d12\.so: cannot open shared object file",
+            r"Could not load DirectML",
+            r"Unable to load (?:cuDNN|cuBLAS|CUDA)\b",
         ),
         ("install_matching_libraries", "check_gpu_visible"),
         in_log=True,
@@ -507,6 +615,8 @@ RULES: tuple[Rule, ...] = (
             r"CUDA_ERROR_NO_BINARY_FOR_GPU",
             r"cudaErrorNoKernelImageForDevice",
             r"is not compatible with the current PyTorch installation",
+            r"not built with CUDA kernel binaries compatible with compute capability",
+            r"The minimum required Cuda capability is",
         ),
         ("match_gpu_architecture", "update_driver"),
         in_log=True,
@@ -528,6 +638,22 @@ RULES: tuple[Rule, ...] = (
         ("ptx_toolchain", "update_driver_for_cuda"),
         in_log=True,
     ),
+    Rule(
+        "mismatch.xla.toolchain",
+        Kind.MISMATCH,
+        "XLA cannot find the CUDA toolchain",
+        "XLA compiles GPU code at run time and needs CUDA's libdevice and a PTX compiler "
+        "(ptxas or nvJitLink); this installation does not provide them where XLA looks.",
+        (
+            r"libdevice not found",
+            r"Can't find libdevice directory",
+            r"libdevice is required by this HLO module but was not found",
+            r"No PTX compilation provider is available",
+            r"PTX JIT compiler library not found",
+        ),
+        ("ptx_toolchain", "install_matching_libraries"),
+        in_log=True,
+    ),
     # ---- no GPU where the cell needs one ----
     Rule(
         "no_gpu.cuda.no_device",
@@ -542,6 +668,9 @@ RULES: tuple[Rule, ...] = (
             r"Found no NVIDIA driver on your system",
             r"Torch not compiled with CUDA enabled",
             r"Unknown backend:? '?gpu'? requested",
+            r"Attempting to deserialize object on a CUDA device but torch\.cuda\.is_available\(\) is False",
+            r"CUDA-enabled jaxlib is not installed",
+            r"No GPU/TPU found, falling back to CPU",
         ),
         ("check_gpu_visible", "allow_cpu"),
         in_log=True,
@@ -651,8 +780,61 @@ RULES: tuple[Rule, ...] = (
         "not involved.",
         (
             r"Received a label value of -?\d+ which is outside the valid range",
-            r"indices\[[\d,]+\] = -?\d+ is not in \[",
+            r"indices(?:\[[\d,]+\])? = -?\d+ is not in \[",
         ),
         ("check_labels", "check_shapes"),
+    ),
+    Rule(
+        "data.batch_shapes",
+        Kind.DATA,
+        "Data error: elements of a batch differ in shape",
+        "tf.data could not stack elements of different shapes<< ({first_shape} and {other_shape})>> "
+        "into one batch; the GPU is not involved.",
+        (
+            r"Cannot batch tensors with different shapes in component",
+            r"Cannot add tensor to the batch: number of elements does not match",
+        ),
+        ("pad_batches", "check_shapes"),
+    ),
+    Rule(
+        "data.reshape",
+        Kind.DATA,
+        "Data error: a reshape does not fit",
+        "A tensor of<< {input_values}>> values cannot be reshaped to the shape asked for<< "
+        "({requested_values} values)>>; the GPU is not involved.",
+        (
+            r"Input to reshape is a tensor with \d+ values, but the requested shape (?:has|requires a multiple of) \d+",
+        ),
+        ("check_shapes",),
+    ),
+    Rule(
+        "data.object_array",
+        Kind.DATA,
+        "Data error: the array holds Python objects",
+        "A NumPy array of dtype object<< (holding {found_dtype})>> cannot become a tensor: mixed or "
+        "ragged values made NumPy fall back to objects; the GPU is not involved.",
+        (r"Failed to convert a NumPy array to a Tensor \(Unsupported object type",),
+        ("numeric_array",),
+    ),
+    Rule(
+        "data.missing_feature",
+        Kind.DATA,
+        "Data error: a record lacks a feature",
+        "A TFRecord example does not hold the feature the parser asks for<< ({feature})>>, or holds "
+        "it with another type; the GPU is not involved.",
+        (
+            r"Feature: \S+ \(data type: \w+\) is required but could not be found",
+            r"Key: \S+\.\s+Data types don't match",
+            r"Key: \S+\.\s+Can't parse serialized Example",
+        ),
+        ("check_features",),
+    ),
+    Rule(
+        "data.cardinality",
+        Kind.DATA,
+        "Data error: inputs and labels differ in length",
+        "The arrays passed to fit hold different numbers of samples; the GPU is not involved.",
+        (r"Data cardinality is ambiguous",),
+        ("check_shapes",),
     ),
 )

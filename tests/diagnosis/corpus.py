@@ -96,7 +96,9 @@ class Score:
 def score(cases: tuple[Case, ...]) -> Score:
     results = [(case, case.diagnose()) for case in cases]
     oom = [(case, found) for case, found in results if case.expected_kind is Kind.OUT_OF_MEMORY]
-    others = [(case, found) for case, found in results if case.expected_kind is not Kind.OUT_OF_MEMORY]
+    others = [
+        (case, found) for case, found in results if case.expected_kind is not Kind.OUT_OF_MEMORY
+    ]
     non_gpu = [(case, found) for case, found in results if not case.expected_kind.is_gpu_failure]
     return Score(
         cases=len(results),
@@ -106,7 +108,9 @@ def score(cases: tuple[Case, ...]) -> Score:
         others_called_oom=sum(found.kind is Kind.OUT_OF_MEMORY for _, found in others),
         non_gpu_cases=len(non_gpu),
         non_gpu_called_gpu=sum(found.is_gpu_failure for _, found in non_gpu),
-        wrong=tuple((case, found) for case, found in results if found.kind is not case.expected_kind),
+        wrong=tuple(
+            (case, found) for case, found in results if found.kind is not case.expected_kind
+        ),
     )
 
 
