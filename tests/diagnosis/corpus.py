@@ -5,8 +5,9 @@ Each case is ``tests/data/errors/<expected rule>/<variant>.txt`` with a sidecar
 file that prints the message), the framework, the year and the family of the report. The
 directory's prefix is the kind a reader would give it; ``unknown/`` holds the negative controls.
 
-A third of the cases is held out: chosen by a hash of the case's path, so the split never moves
-when cases are added, and fixed before any rule was tuned on the rest.
+A third of the cases is held out: drawn by a hash of the case's path (``sha256(path)[0] % 3 == 0``)
+before any rule was tuned on the rest, and written into each sidecar (``"split"``) so that moving a
+case to another rule's directory never moves it to the other split. New cases are drawn the same way.
 
 ``python -m tests.diagnosis.corpus`` prints the tables of the closing note: each split, and each
 family with the rule that fired on every case it got wrong (held-out cases show only counts).
@@ -14,7 +15,6 @@ family with the rule that fired on every case it got wrong (held-out cases show 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections import defaultdict
@@ -54,8 +54,7 @@ class Case:
 
     @property
     def held_out(self) -> bool:
-        digest = hashlib.sha256(self.name.encode()).digest()
-        return digest[0] % 3 == 0
+        return self.sidecar["split"] == "held-out"
 
     def diagnose(self) -> Diagnosis:
         watchdog = self.expected_rule in AFTER_WATCHDOG

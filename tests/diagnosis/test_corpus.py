@@ -51,6 +51,7 @@ def test_the_corpus_is_large_and_every_case_names_its_source():
         assert re.match(r"https://github\.com/[\w.-]+/[\w.-]+", sidecar["source"]), case.name
         assert sidecar["framework"], case.name
         assert sidecar["family"], case.name
+        assert sidecar["split"] in ("held-out", "development"), case.name
     frameworks = Counter(case.sidecar["framework"] for case in CASES)
     assert {"tensorflow", "keras", "jax", "pytorch", "tensorflow-directml"} <= set(frameworks)
     years = {case.sidecar["year"] for case in CASES if case.sidecar["year"]}
