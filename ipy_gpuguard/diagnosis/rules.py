@@ -190,6 +190,23 @@ RULES: tuple[Rule, ...] = (
         in_log=True,
         corroboration=_MEMORY_EVIDENCE,
     ),
+    # XLA's message comes with TensorFlow's OOM hint: it names what XLA failed to allocate
+    Rule(
+        "oom.xla",
+        Kind.OUT_OF_MEMORY,
+        "Out of {memory_of} memory (XLA)",
+        "XLA could not allocate memory<< ({requested_bytes})>> for the compiled step<< on {device}>>.",
+        (
+            r"Out of memory while trying to allocate",
+            r"RESOURCE_EXHAUSTED: Failed to allocate request for",
+            r"Out of memory allocating \d+ bytes",
+            r"(?i)Resource exhausted: Out of memory",
+            r"Original error: RESOURCE_EXHAUSTED",
+            r"BufferAssignment OOM Debugging",
+            r"^\s*Entry Parameter Subshape: ",
+        ),
+        (*_OOM_REMEDIES, "xla_off", "stale_process"),
+    ),
     Rule(
         "oom.tf.tensor",
         Kind.OUT_OF_MEMORY,
@@ -224,22 +241,6 @@ RULES: tuple[Rule, ...] = (
         'not initialized" is how it reports this).',
         (r"Dst tensor is not initialized",),
         ("smaller_batch", "free_memory", "stale_process", "memory_growth"),
-    ),
-    Rule(
-        "oom.xla",
-        Kind.OUT_OF_MEMORY,
-        "Out of {memory_of} memory (XLA)",
-        "XLA could not allocate memory<< ({requested_bytes})>> for the compiled step<< on {device}>>.",
-        (
-            r"Out of memory while trying to allocate",
-            r"RESOURCE_EXHAUSTED: Failed to allocate request for",
-            r"Out of memory allocating \d+ bytes",
-            r"(?i)Resource exhausted: Out of memory",
-            r"Original error: RESOURCE_EXHAUSTED",
-            r"BufferAssignment OOM Debugging",
-            r"^\s*Entry Parameter Subshape: ",
-        ),
-        (*_OOM_REMEDIES, "xla_off", "stale_process"),
     ),
     Rule(
         "oom.torch",
