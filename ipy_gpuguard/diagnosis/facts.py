@@ -136,19 +136,17 @@ def message_bytes(text: str) -> int | None:
     if match is None:
         return None
     number, unit = match.group(1), match.group(2).lower()
-    if not unit and re.fullmatch(r"\d{1,3}[.,]\d{3}", number):
-        number = number.replace(",", "").replace(".", "")  # bytes come whole: 1,024 is 1024
-    return int(_locale_number(number) * _BINARY_UNITS[unit])
+    return int(_locale_number(number, whole=not unit) * _BINARY_UNITS[unit])
 
 
-def _locale_number(text: str) -> float:
+def _locale_number(text: str, whole: bool) -> float:
     """``2,14`` and ``2.14`` are 2.14; ``1.234.567`` and ``1 234 567`` are 1234567.
 
-    A separator followed by exactly three digits, repeated, groups thousands; a single comma
-    otherwise is the decimal point of a German or French locale."""
-    if re.fullmatch(r"\d{1,3}(?:([.,\u00a0 ])\d{3})(?:\1\d{3})+", text) or re.fullmatch(
-        r"\d{1,3}[\u00a0 ]\d{3}", text
-    ):
+    Separators before groups of exactly three digits group thousands: repeated, after a space,
+    or once in a count of bytes, which is ``whole`` (``1,024 bytes`` is 1024). Otherwise a comma
+    is the decimal point of a German or French locale."""
+    grouped = re.fullmatch(r"\d{1,3}(?:([.,\u00a0 ])\d{3})(?:\1\d{3})*", text)
+    if grouped and (whole or text.count(grouped.group(1)) > 1 or grouped.group(1) in "\u00a0 "):
         return float(re.sub(r"\D", "", text))
     return float(text.replace(",", "."))
 

@@ -21,8 +21,8 @@ from .report import ErrorReport
 from .rules import PLAIN_PYTHON_TYPES, Rule, first_match
 
 _SIZE = r"\d+(?:[.,]\d+)?\s*(?:[KMGT]i?B|bytes)\b"
-#: Words of the GPU stack: a GPU kind needs one of them.
-#: Letters, not word boundaries, delimit them: ``ggml_cuda_host_malloc``, ``cudnn_ops64_8.dll``.
+#: Words of the GPU stack, a GPU kind needs one; letters, not word boundaries, delimit them
+#: (``ggml_cuda_host_malloc``, ``cudnn_ops_infer64_8.dll``).
 GPU_WORDS = (
     r"(?i)(?<![a-z])(?:gpu|amdgpu|cuda|cudnn|cublas|cudart|nccl|rocm|hip|directml|metal|mps|xla|nvidia"
     r"|tensorrt)(?![a-z])",
