@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -10,6 +11,8 @@ import pytest
 
 from ipy_gpuguard.doctor import CHECKS
 from ipy_gpuguard.doctor.render import DOCTOR_MIME
+
+from .chromium import offline_text
 
 NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 sys.path.insert(0, str(NOTEBOOKS[0].parent))
@@ -60,6 +63,13 @@ def test_oom_recovery_recovers_with_the_retry_and_by_itself(tmp_path):
     size = int(last.split()[4].rstrip(":"))
     assert 0.85 * 96 <= size <= 96  # --auto-retry --find-max, near the cliff at 96
 
+    # Issue 21: converted by plain nbconvert and read offline, the saved widget view of the card
+    # hid its HTML, so the page showed no card at all.
+    shown = converted_offline(tmp_path / "oom_recovery.ipynb")
+    assert re.search(r"Out of \w+ memory.* oom\.tf\.", shown)  # the card's title and rule
+    assert "Fixed: batch size 64 fits" in shown  # the verdict of %gpuguard retry, on the card
+    assert f"Fixed: batch size {size} fits" in shown  # the verdict of --auto-retry --find-max
+
 
 def test_hang_watchdog_finds_the_stall_shows_where_and_interrupts(tmp_path):
     notebook = NOTEBOOKS[0].parent / "hang_watchdog.ipynb"
@@ -92,6 +102,9 @@ def test_hang_watchdog_finds_the_stall_shows_where_and_interrupts(tmp_path):
     assert "Stalled after step 20;" in custom
     assert "Stopped by the watchdog" in custom
 
+    shown = converted_offline(tmp_path / "hang_watchdog.ipynb")  # issue 21: offline, no card
+    assert len(re.findall(r"Stopped by the watchdog.* hang\.watchdog\.interrupted", shown)) == 2
+
 
 def test_doctor_shows_the_report_and_the_setting_it_flags(tmp_path):
     notebook = NOTEBOOKS[0].parent / "doctor.ipynb"
@@ -108,3 +121,15 @@ def test_doctor_shows_the_report_and_the_setting_it_flags(tmp_path):
     printed = [output.text for output in outputs if output.output_type == "stream"]
     assert any(text.startswith("warning · TF_FORCE_GPU_ALLOW_GROWTH='True'") for text in printed)
     assert any(text.startswith("ok · memory growth on") for text in printed)
+
+
+def converted_offline(executed: Path) -> str:
+    """The executed notebook converted by plain ``jupyter nbconvert --to html``, as Chromium
+    shows it without a network."""
+    from nbconvert import HTMLExporter
+
+    html, _ = HTMLExporter().from_filename(str(executed))
+    page = executed.with_suffix(".html")
+    page.write_text(html, encoding="utf-8")
+    screenshot = Path(__file__).parent.parent / "build" / "nbconvert" / f"{executed.stem}.png"
+    return offline_text(page, screenshot)

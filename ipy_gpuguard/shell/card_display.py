@@ -14,7 +14,7 @@ from IPython.display import DisplayHandle, display
 from ..protocol import Action, Card
 from ..retry import RunOutcome
 from ..ui import retry_render
-from ..ui.card import RemediationCard, StaticCard
+from ..ui.card import HIDDEN_CONTROLS, CardControls, StaticCard
 
 PREFIX = "ipy_gpuguard · "
 
@@ -34,28 +34,32 @@ class CardDisplay(Protocol):
 
 
 class WidgetDisplay:
-    """Widgets with buttons, for frontends without the lab extension (VS Code, Colab, Notebook)."""
+    """The card's lasting form with its buttons as widgets under it, for frontends without the
+    lab extension (VS Code, Colab, Notebook 7, JupyterLab without it)."""
 
     def __init__(self, card: Card, send: Callable[[Action], object]) -> None:
-        self.view = RemediationCard(card, send)
-        self._handle = _show(self.view, card.id)
+        self._card = _show(StaticCard(card), card.id)
+        self.controls = CardControls(card, send)
+        self._controls = _show(self.controls, f"{card.id}-controls")
 
     def show(self, card: Card, message: str = "") -> None:
-        self.view.show(card, message)
-        self._handle.update(self.view)  # the lasting forms (text, HTML, data) follow the card
+        self._card.update(StaticCard(card))
+        self.controls.show(card, message)
 
     def progress(self, card: Card, line: str) -> None:
-        self.view.show(card, line)
+        self._card.update(StaticCard(card))
+        self.controls.show(card, line)
 
     def around(self, run: Callable[[], RunOutcome]) -> RunOutcome:
-        """In the card's output area, in place of the previous attempt's output."""
-        self.view.output.clear_output()
-        with self.view.output:
+        """Under the card's buttons, in place of the previous attempt's output."""
+        self.controls.output.clear_output()
+        with self.controls.output:
             return run()
 
     def freeze(self, card: Card) -> None:
-        self._handle.update(StaticCard(card))
-        self.view.close()
+        self._card.update(StaticCard(card))
+        self._controls.update(HIDDEN_CONTROLS, raw=True)
+        self.controls.close()
 
 
 class DataDisplay:

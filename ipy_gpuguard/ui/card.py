@@ -1,20 +1,38 @@
-"""The remediation card as widgets: the card's HTML, with a button for each action the kernel
-carries out.
+"""The remediation card in a notebook: its lasting form, and its buttons as widgets beside it.
+
+The card itself is :class:`StaticCard`, a display of text, escaped HTML and the card's JSON:
+what a saved notebook, nbconvert, GitHub and a frontend without widgets show, whether or not a
+kernel is attached. Its buttons are a separate display, :class:`CardControls`, under it: a
+widget view is preferred over the HTML beside it by every frontend that renders widgets (and by
+nbconvert wherever the notebook saved the widgets' state), so a card that was one widget
+display vanished offline, or became "model not found" after a restart. Once the card can no
+longer act, its controls are hidden and the card stays.
 
 A button's click reaches the kernel only once the cell has returned (the shell channel is busy
 until then), which is when the card appears: under the failed cell's traceback. A click sends
-the card's action through ``send`` (the session's dispatcher), which updates this card with
-:meth:`RemediationCard.show` as the action goes on; the card decides nothing itself.
+the card's action through ``send`` (the session's dispatcher), which updates the card and these
+controls as the action goes on; the controls decide nothing themselves.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from html import escape
 from typing import Any
 
 from ..protocol import FRONTEND_ACTIONS, RETRY, Action, ActionArgs, ActionOffer, Card
-from . import card_render, retry_render
-from .remedy_render import remedies_html
+from . import card_render
+
+#: What a hidden widget display holds: JupyterLab hides a widget view without a model id, and
+#: nbconvert, finding no such model in the saved state, shows the empty text.
+HIDDEN_CONTROLS = {
+    "application/vnd.jupyter.widget-view+json": {
+        "version_major": 2,
+        "version_minor": 0,
+        "model_id": "",
+    },
+    "text/plain": "",
+}
 
 
 class StaticCard:
@@ -27,14 +45,15 @@ class StaticCard:
         return card_render.card_bundle(self.card)
 
 
-class RemediationCard:
-    """The card as widgets; ``output`` receives what an attempt of a retry prints.
+class CardControls:
+    """The card's buttons, a line saying what the last action did, and ``output``, which
+    receives what an attempt of a retry prints.
 
     Parameters
     ----------
     send
-        Carries out an action (the session's dispatcher). A failure of its own is one line on
-        the card, never a traceback in the comm handler.
+        Carries out an action (the session's dispatcher). A failure of its own is one line
+        under the buttons, never a traceback in the comm handler.
     """
 
     def __init__(self, card: Card, send: Callable[[Action], object]) -> None:
@@ -43,27 +62,20 @@ class RemediationCard:
         self._widgets = widgets
         self._send = send
         self.card = card
-        self.header = widgets.HTML()
         self.status = widgets.HTML()
-        self.retry = widgets.HTML()
         self.output = widgets.Output()
-        self.guidance = widgets.HTML(remedies_html(card.remedies))
         self.buttons: dict[str, Any] = {}
         self.button_row = widgets.HBox()
-        self.widget = widgets.VBox(
-            [self.header, self.button_row, self.status, self.retry, self.output, self.guidance]
-        )
-        self.widget.add_class("ipy-gpuguard-card")
+        self.widget = widgets.VBox([self.button_row, self.status, self.output])
+        self.widget.add_class("ipy-gpuguard-card-controls")
         self.show(card)
 
     def show(self, card: Card, message: str = "") -> None:
-        """Show ``card`` as it now stands, with the last action's ``message``."""
+        """The buttons of ``card`` as it now stands, and the last action's ``message`` unless
+        the card already says it (a verdict, what freeing gave back)."""
         self.card = card
-        self.header.value = card_render.card_header_html(card)
-        self.status.value = card_render.status_html(card, message)
-        self.retry.value = (
-            retry_render.retry_html(card.retry, card.batch_edit) if card.retry else ""
-        )
+        said = message and message not in card_render.card_text(card)
+        self.status.value = f"<div>{escape(message)}</div>" if said else ""
         offers = [offer for offer in card.actions if offer.action not in FRONTEND_ACTIONS]
         self.button_row.children = [self._button(offer) for offer in offers]
 
@@ -72,18 +84,16 @@ class RemediationCard:
         offer = next((offer for offer in self.card.actions if offer.action == action), None)
         if offer is None or not offer.enabled:
             reason = offer.reason if offer is not None else "not offered on this card"
-            self.status.value = card_render.status_html(self.card, f"{action}: {reason}")
+            self.status.value = f"<div>{escape(f'{action}: {reason}')}</div>"
             return
         try:
             self._send(Action(action, self.card.id, ActionArgs(offer.batch_size)))
         except Exception as error:  # the card must not raise into the comm handler
-            self.status.value = card_render.status_html(
-                self.card, f"{offer.label} failed: {type(error).__name__}: {error}"
-            )
+            line = f"{offer.label} failed: {type(error).__name__}: {error}"
+            self.status.value = f"<div>{escape(line)}</div>"
 
     def close(self) -> None:
-        """Close every widget of the card, with their layouts and styles (a frozen card keeps
-        its static form)."""
+        """Close every widget of the controls, with their layouts and styles."""
         from .panel import close_with_parts
 
         for widget in [*self.buttons.values(), *self.widget.children, self.widget]:
@@ -109,9 +119,7 @@ class RemediationCard:
         return button
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        """The widget view alone: the card above holds every word (a text rendering of the
+        buttons would repeat its labels in a saved notebook)."""
         bundle: dict[str, Any] = self.widget._repr_mimebundle_(**kwargs)
-        return {
-            **card_render.card_bundle(self.card),
-            **bundle,
-            "text/plain": card_render.card_text(self.card),
-        }
+        return {**bundle, "text/plain": ""}

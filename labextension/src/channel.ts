@@ -9,8 +9,9 @@ const HANDSHAKE = { renders: ['card'] };
 
 /** What a card's display receives while its action runs in the kernel. */
 export interface IActionProgress {
-  /** The card's new display bundle (an `update_display_data` of its display id). */
+  /** A display bundle the kernel showed, and its display id (a card's is the card's id). */
   display?: KernelMessage.IUpdateDisplayDataMsg['content']['data'];
+  displayId?: string;
   /** A line the kernel printed while it ran (the cell's output during a retry). */
   stream?: string;
 }
@@ -113,7 +114,8 @@ export class ActionsChannel {
       const future = comm.send(action as any);
       future.onIOPub = msg => {
         if (KernelMessage.isUpdateDisplayDataMsg(msg) || KernelMessage.isDisplayDataMsg(msg)) {
-          progress({ display: msg.content.data });
+          const transient = msg.content.transient as { display_id?: string } | undefined;
+          progress({ display: msg.content.data, displayId: transient?.display_id });
         } else if (KernelMessage.isStreamMsg(msg)) {
           progress({ stream: msg.content.text });
         }

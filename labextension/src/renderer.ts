@@ -201,7 +201,8 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
     let output = '';
     setActivity(card.id, { running });
     const progress = (update: IActionProgress) => {
-      if (update.display) {
+      // Only the card's own display: an attempt shows its panel's summary too.
+      if (update.display && update.displayId === card.id) {
         this._replaceOutput(card.id, update.display);
       }
       if (update.stream) {
@@ -216,9 +217,9 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
       setActivity(card.id, { message: `${offer.label}: ${(error as Error).message}`, ok: false });
       return;
     }
-    if (result.card) {
-      this._replaceOutput(card.id, { [CARD_MIME]: result.card as any });
-    }
+    // The card's new output (text, HTML and data) came as display updates while the action
+    // ran and is in the notebook's model: the result's card is the same data without the HTML
+    // and text that frontends without this extension show, so it never replaces the output.
     // An action that ran attempts is reported by the card itself (its attempts and verdict);
     // the kernel's message is the verdict's first line, in the words of its text card.
     const attempted =
@@ -227,9 +228,9 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
   }
 
   /**
-   * Put the card's new data in place of its output in the notebook's model, so that the saved
-   * notebook keeps what the action did (the kernel's display update went to the comm's
-   * message, which no output area listens to).
+   * Put the card's new display bundle in place of its output in the notebook's model, so that
+   * the saved notebook keeps what the action did (the kernel's display update went to the
+   * comm's message, which no output area listens to). The whole bundle: text and HTML too.
    */
   private _replaceOutput(cardId: string, data: Record<string, any>): void {
     const panel = this._panel();

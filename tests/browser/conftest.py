@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import socket
 import subprocess
 import sys
@@ -24,16 +23,8 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = os.environ.get("GPUGUARD_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from ..chromium import chromium
+
 #: Where each step's screenshot goes (look at them).
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "browser"
 
@@ -68,7 +59,17 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    root = tmp_path_factory.mktemp("lab")
+    yield from _serve_lab(tmp_path_factory.mktemp("lab"))
+
+
+@pytest.fixture(scope="session")
+def lab_without_extension(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """JupyterLab with ipy-gpuguard's lab extension disabled, as VS Code or Colab render a
+    notebook: widgets and HTML, no card renderer."""
+    yield from _serve_lab(tmp_path_factory.mktemp("lab-without"), disabled=("ipy-gpuguard",))
+
+
+def _serve_lab(root: Path, disabled: tuple[str, ...] = ()) -> Iterator[Lab]:
     dirs = {name: root / name for name in ("config", "data", "runtime", "settings", "workspaces")}
     for folder in dirs.values():
         folder.mkdir()
@@ -78,6 +79,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     news.mkdir(parents=True)
     (news / "notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
+    (dirs["config"] / "labconfig").mkdir()
+    (dirs["config"] / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": dict.fromkeys(disabled, True)})
     )
     token = secrets.token_hex(16)
     port = _free_port()
@@ -127,19 +132,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    """Chromium for one module. Not longer: Playwright's sync API keeps an event loop running
-    in this thread until it stops, which breaks every asyncio test after it."""
-    if not shutil.which(CHROMIUM):
-        pytest.fail(
-            f"the browser tests need Chromium at {CHROMIUM}: apt-get install chromium "
-            "(or set GPUGUARD_CHROMIUM to another Chromium)"
-        )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+    """Chromium for one module (see :func:`tests.chromium.chromium`)."""
+    with chromium() as launched:
+        yield launched
 
 
 def shoot(page: object, name: str) -> Path:

@@ -105,7 +105,7 @@ def test_2_the_failing_cell_shows_the_card_rendered_by_the_extension(page):
     shoot(page, "2-card")
 
 
-def test_3_retry_fixes_the_cell_and_apply_writes_the_size_into_it_undoably(page):
+def test_3_retry_fixes_the_cell_and_apply_writes_the_size_into_it_undoably(page, lab):
     failing = cell_index(page, FAILING_CELL)
     card = cell(page, failing).locator(CARD)
     evidence = card.locator("details.jp-GpuGuard-evidence")
@@ -117,6 +117,9 @@ def test_3_retry_fixes_the_cell_and_apply_writes_the_size_into_it_undoably(page)
     assert card.locator(".jp-GpuGuard-attempts tr").count() == 2  # header and one attempt
     assert evidence.get_attribute("open") is not None  # still open after every redraw
     assert "BATCH_SIZE = 512" in editor_text(page, failing)
+    # Issue 21: saved after Retry, the output kept only the card's JSON: no frontend without
+    # the extension (nbconvert, GitHub, VS Code) showed anything of it.
+    assert "Fixed: batch size 64 fits" in saved_card(page, lab)["text/html"]
 
     card.locator("button[data-action=apply_to_cell]").click()
     card.locator(".jp-GpuGuard-status", has_text="now in the cell").wait_for()
@@ -136,10 +139,27 @@ def test_3_retry_fixes_the_cell_and_apply_writes_the_size_into_it_undoably(page)
     assert "BATCH_SIZE = 64" not in editor_text(page, failing)
 
 
+def test_3b_find_max_and_the_saved_card_says_what_it_found(page, lab):
+    failing = cell_index(page, FAILING_CELL)
+    card = cell(page, failing).locator(CARD)
+    card.locator("button[data-action=find_max]").click()
+    verdict = card.locator(".jp-GpuGuard-verdict", has_text="the largest of")
+    verdict.wait_for(timeout=300_000)
+    found = re.search(r"Fixed: batch size (\d+) fits", verdict.inner_text())
+    assert found is not None
+    assert 64 < int(found.group(1)) <= 96  # the cliff is at 96
+    bundle = saved_card(page, lab)
+    assert found.group(0) in bundle["text/html"]
+    assert found.group(0) in bundle["text/plain"]
+    assert bundle["application/vnd.ipy-gpuguard.card+json"]["retry"]["verdict"]["searched"]
+
+
 def test_4_saved_and_reloaded_without_its_kernel_the_card_still_applies(page, lab):
     failing = cell_index(page, FAILING_CELL)
-    page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
-    page.wait_for_function("!window.jupyterapp.shell.currentWidget.context.model.dirty")
+    size = re.search(
+        r"Fixed: batch size (\d+) fits", cell(page, failing).locator(CARD).inner_text()
+    ).group(1)
+    save(page)
     old_kernel = kernel_id(page)
     page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
     page.wait_for_function("!window.jupyterapp.shell.currentWidget.sessionContext.session")
@@ -149,7 +169,7 @@ def test_4_saved_and_reloaded_without_its_kernel_the_card_still_applies(page, la
     assert kernel_id(page) != old_kernel
 
     card = cell(page, failing).locator(CARD)
-    assert "Fixed: batch size 64 fits" in card.inner_text()
+    assert f"Fixed: batch size {size} fits" in card.inner_text()
     retry = card.locator("button[data-action=find_max]")
     shoot(page, "4-reloaded-before")
     page.wait_for_function(
@@ -168,15 +188,33 @@ def test_4_saved_and_reloaded_without_its_kernel_the_card_still_applies(page, la
     page.keyboard.type("\n# changed since it ran")
     apply.click()  # the offsets would land on other text: refused, the cell left as it is
     card.locator(".jp-GpuGuard-status", has_text="changed since it ran").wait_for()
-    assert "change it by hand (line 2: BATCH_SIZE = 64)" in card.inner_text()
+    assert f"change it by hand (line 2: BATCH_SIZE = {size})" in card.inner_text()
     assert "BATCH_SIZE = 512" in editor_text(page, failing)
     shoot(page, "4-refused")
     page.evaluate(f"text => {source.format(failing)}.setSource(text)", original)
 
     apply.click()
     card.locator(".jp-GpuGuard-status", has_text="now in the cell").wait_for()
-    assert "BATCH_SIZE = 64" in editor_text(page, failing)
+    assert f"BATCH_SIZE = {size}" in editor_text(page, failing)
     shoot(page, "4-reloaded")
+
+
+def save(page) -> None:
+    page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function("!window.jupyterapp.shell.currentWidget.context.model.dirty")
+
+
+def saved_card(page, lab) -> dict:
+    """The failing cell's card output as the saved ``.ipynb`` holds it."""
+    save(page)
+    notebook = nbformat.read(lab.notebooks / "oom_recovery.ipynb", as_version=4)
+    (cell_,) = [c for c in notebook.cells if c.get("id") == FAILING_CELL]
+    (bundle,) = [
+        output.data
+        for output in cell_.outputs
+        if "application/vnd.ipy-gpuguard.card+json" in output.get("data", {})
+    ]
+    return bundle
 
 
 def _setup_cells() -> list[str]:

@@ -10,7 +10,7 @@ from ipy_gpuguard.diagnosis import Diagnosis, Kind, Remedy
 from ipy_gpuguard.protocol import CARD_MIME, FREE_MEMORY, Action, ActionArgs, ActionOffer, to_json
 from ipy_gpuguard.shell.card_data import CardParts, base_card, reclaim_of, with_parts
 from ipy_gpuguard.shell.reclaim import Reclaimed
-from ipy_gpuguard.ui.card import RemediationCard, StaticCard
+from ipy_gpuguard.ui.card import CardControls, StaticCard
 from ipy_gpuguard.ui.card_render import card_html, card_text
 
 FREE = Remedy(
@@ -136,19 +136,27 @@ def test_a_widget_button_sends_its_action_to_the_dispatcher_and_shows_what_came_
 
     def send(action):
         sent.append(action)
-        card.show(CARD, "Freed 1.00 GiB.")
+        controls.show(CARD, "Retry with batch size 16: carried out")
 
-    card = RemediationCard(CARD, send)
-    assert [button.description for button in card.button_row.children] == ["Free GPU memory"]
-    card.button_row.children[0].click()
+    controls = CardControls(CARD, send)
+    assert [button.description for button in controls.button_row.children] == ["Free GPU memory"]
+    controls.button_row.children[0].click()
     assert sent == [Action(FREE_MEMORY, "card-1", ActionArgs(None))]
-    assert "Freed 1.00 GiB." in card.status.value
-    bundle = card._repr_mimebundle_()
-    assert "application/vnd.jupyter.widget-view+json" in bundle
-    assert CARD_MIME in bundle
-    assert "text/html" in bundle
-    assert bundle["text/plain"].startswith("ipy_gpuguard · Out of GPU memory")
-    card.close()
+    assert "Retry with batch size 16: carried out" in controls.status.value
+    controls.close()
+
+
+def test_the_controls_hold_no_words_of_the_card_and_never_repeat_its_lines():
+    """Issue 21: the card was one widget display, so its words were lost wherever the widget
+    could not be drawn (nbconvert offline, a restarted kernel); the controls hold only buttons."""
+    controls = CardControls(CARD, lambda action: None)
+    bundle = controls._repr_mimebundle_()
+    assert set(bundle) == {"application/vnd.jupyter.widget-view+json", "text/plain"}
+    assert bundle["text/plain"] == ""
+    freed = card_text(CARD).splitlines()[-6]  # a line of the card: not said twice
+    controls.show(CARD, freed)
+    assert controls.status.value == ""
+    controls.close()
 
 
 def test_a_disabled_action_shows_its_reason_and_sends_nothing():
@@ -157,25 +165,25 @@ def test_a_disabled_action_shows_its_reason_and_sends_nothing():
         actions=(ActionOffer(FREE_MEMORY, "Free GPU memory", None, False, "a retry is running"),),
     )
     sent = []
-    card = RemediationCard(disabled, sent.append)
-    (button,) = card.button_row.children
+    controls = CardControls(disabled, sent.append)
+    (button,) = controls.button_row.children
     assert button.disabled
     assert button.tooltip == "a retry is running"
-    card.click(FREE_MEMORY)
+    controls.click(FREE_MEMORY)
     assert sent == []
-    assert "a retry is running" in card.status.value
-    card.close()
+    assert "a retry is running" in controls.status.value
+    controls.close()
 
 
-def test_a_failing_action_is_one_line_on_the_card():
+def test_a_failing_action_is_one_line_under_the_buttons():
     def broken(action):
         raise RuntimeError("allocator gone")
 
-    card = RemediationCard(CARD, broken)
-    card.click(FREE_MEMORY)
-    assert "Free GPU memory failed: RuntimeError: allocator gone" in card.status.value
-    assert isinstance(card.widget, widgets.VBox)
-    card.close()
+    controls = CardControls(CARD, broken)
+    controls.click(FREE_MEMORY)
+    assert "Free GPU memory failed: RuntimeError: allocator gone" in controls.status.value
+    assert isinstance(controls.widget, widgets.VBox)
+    controls.close()
 
 
 def test_a_search_that_fixed_the_cell_says_so_in_its_lasting_forms():
