@@ -12,6 +12,8 @@ PACKAGE = Path(ipy_gpuguard.__file__).parent
 TOP_LEVEL = {"__init__", "__main__", "_version", "cli"}
 ROOMS = {
     "shell",
+    "cards",
+    "record",
     "retry",
     "protocol",
     "telemetry",
@@ -22,7 +24,9 @@ ROOMS = {
     "server",
 }
 #: Rooms that import neither IPython nor widgets, and nothing of shell/ or ui/.
-PURE = {"protocol", "telemetry", "watchdog", "diagnosis", "retry"}
+PURE = {"protocol", "telemetry", "watchdog", "diagnosis", "retry", "cards", "record"}
+#: Frameworks never imported to look at them (``sys.modules.get`` does).
+FRAMEWORKS = {"tensorflow", "keras", "torch", "jax", "pynvml"}
 
 
 def room_of(path: Path) -> str:

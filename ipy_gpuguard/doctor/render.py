@@ -11,8 +11,9 @@ from html import escape
 from typing import Any
 
 from .._version import __version__
+from ..cards import card_remedy
 from ..protocol import to_json
-from ..ui.remedy_render import card_remedy, remedies_html
+from ..ui.remedy_render import remedies_html
 from .model import Check, Report, Status
 
 #: The vendor MIME type of the report's data, for the lab extension.

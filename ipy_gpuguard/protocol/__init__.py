@@ -24,11 +24,14 @@ from .actions import (
 )
 from .card import (
     CARD_MIME,
+    NO_WORDS,
     ActionOffer,
     AttemptRecord,
+    AttemptWords,
     BatchEdit,
     Card,
     CardRemedy,
+    CardWords,
     DeviceSeries,
     Fact,
     Link,
@@ -41,7 +44,15 @@ from .card import (
 )
 from .encode import SCHEMA_VERSION, schema, to_json
 from .meter import KernelShare, MeterDevice, MeterReading
-from .state import DeviceState, KernelState, PostMortem, RunningCell, kernel_state_of
+from .state import (
+    DeviceState,
+    KernelState,
+    PostMortem,
+    RunningCell,
+    kernel_state_of,
+    state_folder,
+    state_path,
+)
 
 __all__ = [
     "ACTIONS",
@@ -50,6 +61,7 @@ __all__ = [
     "FIND_MAX",
     "FREE_MEMORY",
     "FRONTEND_ACTIONS",
+    "NO_WORDS",
     "RESTART_AND_RUN_TO_HERE",
     "RETRY",
     "SCHEMA_VERSION",
@@ -58,9 +70,11 @@ __all__ = [
     "ActionOffer",
     "ActionResult",
     "AttemptRecord",
+    "AttemptWords",
     "BatchEdit",
     "Card",
     "CardRemedy",
+    "CardWords",
     "DeviceSeries",
     "DeviceState",
     "Fact",
@@ -81,5 +95,7 @@ __all__ = [
     "kernel_state_of",
     "parse_action",
     "schema",
+    "state_folder",
+    "state_path",
     "to_json",
 ]

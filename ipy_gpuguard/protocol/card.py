@@ -195,13 +195,47 @@ class ActionOffer:
 
 
 @dataclass(frozen=True)
+class AttemptWords:
+    """One attempt as the card's table shows it: ``result`` and ``peak`` in words (an unknown
+    peak says why it is unknown); ``line``, the attempt in one line, as a terminal prints it."""
+
+    batch_size: int
+    result: str
+    peak: str
+    line: str
+
+
+@dataclass(frozen=True)
+class CardWords:
+    """Every sentence of the card beyond the diagnosis' own text, worded once by the kernel.
+
+    Renderers print these and word nothing themselves. ``reclaim``: what freeing gave back
+    (empty when nothing was freed); ``offer``: the retry's offer, or why there is none, and what
+    runs again; ``attempts``: the attempts' table; ``verdict``: where the retries stand, the
+    first line the headline; ``edit``: the change that would keep the size in the cell, worded
+    as a proposal (empty when there is none).
+    """
+
+    reclaim: str
+    offer: tuple[str, ...]
+    attempts: tuple[AttemptWords, ...]
+    verdict: tuple[str, ...]
+    edit: str
+
+
+#: A card with nothing to say beyond its diagnosis.
+NO_WORDS = CardWords("", (), (), (), "")
+
+
+@dataclass(frozen=True)
 class Card:
     """One remediation card.
 
     ``id`` is also the card's display id, so that an action's result replaces the card where
     it is shown. ``cell_id`` and ``execution_count`` say which cell failed (``cell_id`` where
     the frontend sends one). ``batch_edit`` is the change that keeps the working (or offered)
-    batch size in the cell; ``actions`` are the buttons a renderer shows.
+    batch size in the cell; ``actions`` are the buttons a renderer shows; ``words`` every
+    sentence beyond the diagnosis' own text.
     """
 
     id: str
@@ -222,4 +256,5 @@ class Card:
     actions: tuple[ActionOffer, ...]
     cell_id: str | None
     execution_count: int | None
+    words: CardWords = NO_WORDS
     version: int = SCHEMA_VERSION

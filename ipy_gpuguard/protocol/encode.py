@@ -11,7 +11,8 @@ from typing import Any
 
 #: The version of every record this package writes (cards, action results, kernel state).
 #: Version 1 was the card of the first releases: flat facts, no actions, no batch edit.
-SCHEMA_VERSION = 2
+#: Version 2 had no words: each frontend worded the verdict, the attempts and the reclaim itself.
+SCHEMA_VERSION = 3
 
 
 def to_json(value: Any) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .encode import SCHEMA_VERSION
@@ -93,3 +94,13 @@ def kernel_state_of(data: Mapping[str, Any]) -> KernelState:
         )
     except (TypeError, AttributeError) as error:
         raise ValueError(f"not a kernel state record: {error}") from None
+
+
+def state_folder(runtime_dir: str | Path) -> Path:
+    """Where every kernel's state file lives: the guard's folder in Jupyter's runtime directory."""
+    return Path(runtime_dir) / "ipy_gpuguard"
+
+
+def state_path(runtime_dir: str | Path, kernel_id: str) -> Path:
+    """The state file of the kernel ``kernel_id``: ``<runtime dir>/ipy_gpuguard/kernel-<id>.json``."""
+    return state_folder(runtime_dir) / f"kernel-{kernel_id}.json"

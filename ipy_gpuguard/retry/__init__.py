@@ -2,12 +2,10 @@
 number, choose the next size, run the attempts, decide how they stand, remember what worked.
 
 Imports neither IPython nor widgets nor a framework: a cell runs through the ``run`` callable
-the session gives, and everything the card shows of a retry is :mod:`~ipy_gpuguard.protocol`
-data built in :mod:`.card`.
+the session gives, and what a card shows of a retry is built from its state in ``cards/``.
 """
 
 from .attempts import Attempt, CellRetry, RetrySetup, RunOutcome
-from .card import batch_edit, retry_actions, retry_state, verdict_of
 from .find import BatchFinding, BatchTarget, Literal, find_batch_size
 from .memory import BatchMemory, Remembered, cell_key
 from .plan import RetryRequest, failing_cell_line, plan_retry, remembered_note
@@ -20,7 +18,7 @@ from .settings import (
     RetrySettings,
     retry_settings,
 )
-from .verdict import FIXED, GAVE_UP, MEMORY_HELD, NEXT, OTHER_ERROR, decide
+from .verdict import FIXED, GAVE_UP, MEMORY_HELD, NEXT, OTHER_ERROR, decide, verdict_of
 
 __all__ = [
     "AUTO_RETRY_RUNS",
@@ -47,16 +45,13 @@ __all__ = [
     "SearchSettings",
     "Step",
     "Trial",
-    "batch_edit",
     "cell_key",
     "decide",
     "failing_cell_line",
     "find_batch_size",
     "plan_retry",
     "remembered_note",
-    "retry_actions",
     "retry_settings",
-    "retry_state",
     "rewrite",
     "verdict_of",
     "without_batch_size",

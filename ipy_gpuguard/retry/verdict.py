@@ -45,3 +45,10 @@ def decide(retry: CellRetry, last: Attempt | None) -> RetryVerdict | None:
     if step is not None:
         return RetryVerdict(NEXT, step.size, None, searched, False)
     return None
+
+
+def verdict_of(retry: CellRetry | None) -> RetryVerdict | None:
+    """The verdict after a cell's last attempt; ``None`` before any."""
+    if retry is None or not retry.attempts:
+        return None
+    return decide(retry, retry.attempts[-1])

@@ -3,7 +3,6 @@ the lab extension, under authenticated, versioned, read-only endpoints."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from jupyter_server.utils import url_path_join
@@ -19,7 +18,7 @@ API_PATH = "ipy-gpuguard/api/v1"
 
 def _load_jupyter_server_extension(server_app: Any) -> None:
     """Register the endpoints; NVML is opened on the first request, in a worker thread."""
-    meter = Meter(state_dir=Path(server_app.runtime_dir) / "ipy_gpuguard")
+    meter = Meter(runtime_dir=server_app.runtime_dir)
     web_app = server_app.web_app
     web_app.settings["ipy_gpuguard_meter"] = meter
     base = url_path_join(web_app.settings["base_url"], API_PATH)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
-from ..protocol import kernel_state_of, to_json
+from ..protocol import kernel_state_of, state_path, to_json
 from .meter import Meter
 from .post_mortem import post_mortem
 
@@ -41,7 +40,7 @@ class KernelStateHandler(APIHandler):
     auth_resource = AUTH_RESOURCE
 
     def initialize(self, runtime_dir: str) -> None:
-        self._folder = Path(runtime_dir) / "ipy_gpuguard"
+        self._runtime_dir = runtime_dir
 
     @web.authenticated
     @authorized
@@ -50,7 +49,7 @@ class KernelStateHandler(APIHandler):
 
     def recorded(self, kernel_id: str) -> dict[str, Any]:
         """The kernel's state record as JSON; an HTTP error that says why when there is none."""
-        path = self._folder / f"kernel-{kernel_id}.json"
+        path = state_path(self._runtime_dir, kernel_id)
         try:
             state: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:

@@ -11,9 +11,8 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
-from ..protocol import KernelShare, MeterDevice, MeterReading
+from ..protocol import KernelShare, MeterDevice, MeterReading, state_path
 from ..telemetry import DeviceBackend, open_backend
 
 #: Seconds a reading is served before the next one is taken.
@@ -38,9 +37,9 @@ class Meter:
         Opens NVML, or simulated devices from ``GPUGUARD_SIMULATE`` where NVML finds no GPU.
     pid_exists
         Whether a pid is a process of this pid namespace (``psutil.pid_exists``).
-    state_dir
-        Where the kernels record their state: a simulated device has no process list, so a
-        kernel's share of it is what the kernel last recorded.
+    runtime_dir
+        Jupyter's runtime directory, where the kernels record their state: a simulated device
+        has no process list, so a kernel's share of it is what the kernel last recorded.
     """
 
     def __init__(
@@ -49,10 +48,10 @@ class Meter:
         simulate: str | None = None,
         pid_exists: Callable[[int], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
-        state_dir: Path | None = None,
+        runtime_dir: str | None = None,
     ) -> None:
         self.open_telemetry = open_telemetry
-        self._state_dir = state_dir
+        self._runtime_dir = runtime_dir
         self._simulate = os.environ.get("GPUGUARD_SIMULATE", "") if simulate is None else simulate
         self._pid_exists = pid_exists
         self._clock = clock
@@ -121,9 +120,11 @@ class Meter:
 
     def _recorded_shares(self, kernels: KernelPids) -> tuple[KernelShare, ...]:
         """Each kernel's simulated memory, from its state file (none yet: nothing recorded)."""
-        shares = []
+        shares: list[KernelShare] = []
+        if self._runtime_dir is None:
+            return ()
         for kernel_id, pids in sorted(kernels.items()):
-            path = (self._state_dir or Path()) / f"kernel-{kernel_id}.json"
+            path = state_path(self._runtime_dir, kernel_id)
             try:
                 state = json.loads(path.read_text(encoding="utf-8"))
                 used = sum(device.get("used_bytes") or 0 for device in state.get("devices", ()))

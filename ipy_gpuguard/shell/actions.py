@@ -13,6 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from ..cards import CardParts, attempt_text, reclaim_of, reclaim_text, with_parts
 from ..protocol import (
     FIND_MAX,
     FREE_MEMORY,
@@ -22,12 +23,9 @@ from ..protocol import (
     ActionResult,
     Card,
 )
+from ..record import Reclaimed
 from ..retry import FIND_MAX_RUNS, Attempt, RunOutcome
-from ..ui.card_render import reclaimed_text
-from ..ui.retry_render import attempt_text, verdict_lines
-from .card_data import CardParts, reclaim_of, with_parts
 from .card_display import CardDisplay
-from .reclaim import Reclaimed
 
 #: Cards that keep their buttons; older ones become static (their widgets are closed).
 MAX_LIVE_CARDS = 20
@@ -57,7 +55,7 @@ class LiveCard:
         """Record what freeing gave back (the card shows it next); returns it in a sentence."""
         reclaim = reclaim_of(reclaimed)
         self.parts = replace(self.parts, reclaimed=reclaim)
-        return reclaimed_text(reclaim)
+        return reclaim_text(reclaim)
 
     def retry(
         self, size: int | None, runs: int, find_max: bool, around: AroundRun | None
@@ -94,9 +92,8 @@ class LiveCard:
         return last
 
     def verdict_message(self) -> str:
-        card = self.card
-        lines = verdict_lines(card.retry, card.batch_edit) if card.retry else []
-        return lines[0] if lines else ""
+        verdict = self.card.words.verdict
+        return verdict[0] if verdict else ""
 
 
 class CardActions:

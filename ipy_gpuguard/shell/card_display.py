@@ -13,7 +13,6 @@ from IPython.display import DisplayHandle, display
 
 from ..protocol import Action, Card
 from ..retry import RunOutcome
-from ..ui import retry_render
 from ..ui.card import HIDDEN_CONTROLS, CardControls, StaticCard
 
 PREFIX = "ipy_gpuguard · "
@@ -89,7 +88,8 @@ class TextDisplay:
 
     def show(self, card: Card, message: str = "") -> None:
         """``message``; when it is a retry's verdict, the verdict's lines under it."""
-        lines = retry_render.verdict_lines(card.retry, card.batch_edit) if card.retry else []
+        words = card.words
+        lines = [*words.verdict, *([words.edit] if words.edit else [])]
         if not lines or lines[0] != message:
             lines = [message] if message else []
         for number, line in enumerate(lines):

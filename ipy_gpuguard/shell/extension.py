@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..protocol import state_path
 from .comm import TARGET, ActionsComm
 from .config import configured
-from .kernel_state import KernelStateFile, kernel_id_of, state_path
+from .kernel_state import KernelStateFile, kernel_id_of
 from .magics import GPUGuardMagics, ShellRunner
 from .session import GuardSession
 

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 from IPython.display import DisplayHandle, display
 
+from ..cards.stall import hang_evidence, stall_gpu_state
 from ..diagnosis import DeviceMemory
+from ..record import FailedRun, PanelView, WatchView
 from ..telemetry import DeviceBackend, DeviceInfo, FrameworkAllocators, Sample, Sampler
 from ..telemetry.framework import tensorflow_settings
 from ..ui.summary import PanelSummary
-from ..ui.view import PanelView, WatchView
-from ..ui.watch_render import hang_evidence, stall_gpu_state
 from ..watchdog import (
     GpuTimeout,
     KerasHooks,
@@ -27,7 +27,6 @@ from ..watchdog.stacks import CellNamer
 from .kernel_state import KernelStateFile
 from .native_log import NativeLogTee, PipeDrain
 from .options import GuardOptions
-from .remediation import FailedRun
 
 if TYPE_CHECKING:
     from ..ui.panel import MemoryPanel

@@ -36,10 +36,6 @@ def kernel_id_of(connection_file: str) -> str | None:
     return match.group("id") if match else None
 
 
-def state_path(runtime_dir: str, kernel_id: str) -> Path:
-    return Path(runtime_dir) / "ipy_gpuguard" / f"kernel-{kernel_id}.json"
-
-
 class KernelStateFile:
     """Keeps the state file of one kernel up to date; every write is a whole new file."""
 

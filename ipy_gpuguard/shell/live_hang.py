@@ -12,9 +12,9 @@ import uuid
 
 from IPython.display import DisplayHandle, display
 
+from ..cards import hang_card
+from ..record import PanelView
 from ..ui.card import StaticCard
-from ..ui.view import PanelView
-from .card_data import hang_card
 
 
 class LiveHangCards:

@@ -14,37 +14,11 @@ import gc
 import inspect
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from types import FrameType, ModuleType
 from typing import Any
 
 from ..diagnosis.report import exception_chain
-
-
-@dataclass(frozen=True)
-class Reclaimed:
-    """What freeing achieved: the allocator's bytes before the cell, before and after freeing.
-
-    ``None`` where no framework allocator could be read (no framework imported, no GPU).
-    """
-
-    baseline_bytes: int | None
-    before_bytes: int | None
-    after_bytes: int | None
-    frames_cleared: int
-
-    @property
-    def freed_bytes(self) -> int | None:
-        if self.before_bytes is None or self.after_bytes is None:
-            return None
-        return max(self.before_bytes - self.after_bytes, 0)
-
-    @property
-    def held_bytes(self) -> int | None:
-        """Bytes still held beyond what the allocator held before the cell started."""
-        if self.baseline_bytes is None or self.after_bytes is None:
-            return None
-        return max(self.after_bytes - self.baseline_bytes, 0)
+from ..record import Reclaimed
 
 
 def free_failure_memory(

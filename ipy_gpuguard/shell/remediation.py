@@ -12,14 +12,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..diagnosis import Context, DeviceMemory, Diagnosis, Kind, diagnose
+from ..cards import PENDING, CardParts
+from ..diagnosis import Context, Diagnosis, Kind, diagnose
+from ..record import FailedRun, Reclaimed
 from ..retry import FIXED, RetryRequest, RunOutcome, verdict_of
-from ..telemetry.framework import FrameworkSettings
-from ..ui.view import PanelView
 from .actions import LiveCard
-from .card_data import PENDING, CardParts
 from .incidents import Incident, IncidentLog
-from .reclaim import Reclaimed, free_failure_memory
+from .reclaim import free_failure_memory
 
 DEBUG_NOTE = (
     "%debug has nothing to inspect: the failed call's frames were cleared to free their memory "
@@ -28,21 +27,6 @@ DEBUG_NOTE = (
 
 #: Shows a card: the diagnosis, its notes, its changing part, and how to free memory later.
 Present = Callable[[Diagnosis, tuple[str, ...], CardParts, Callable[[], Reclaimed]], LiveCard]
-
-
-@dataclass(frozen=True)
-class FailedRun:
-    """What the guard saw of the failed cell, without the exception."""
-
-    panel: PanelView
-    devices: tuple[DeviceMemory, ...]
-    log_lines: tuple[str, ...]
-    read_allocator: Callable[[], int | None]
-    allocator_baseline_bytes: int | None
-    settings: FrameworkSettings
-    hang_evidence: tuple[str, ...] = ()
-    watchdog_interrupted: bool = False
-    stall_gpu_state: str | None = None
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,10 @@ from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..cards import CardParts, base_card, with_parts
 from ..diagnosis import Diagnosis, Kind
 from ..protocol import Action, ActionResult, Card, RunningCell
+from ..record import PanelView, Reclaimed, device_series
 from ..retry import (
     BatchMemory,
     RetryRequest,
@@ -24,11 +26,9 @@ from ..retry import (
 )
 from ..telemetry import DeviceBackend, open_backend
 from ..telemetry.units import format_bytes, parse_size_list
-from ..ui.view import PanelView, device_series
 from ..watchdog import GpuTimeout, SystemTimeoutProbe, TimeoutProbe
 from ..watchdog.stacks import CellNamer
 from .actions import AroundRun, CardActions, LiveCard
-from .card_data import CardParts, base_card, with_parts
 from .card_display import CardDisplay, DataDisplay, TextDisplay, WidgetDisplay
 from .config import GPUGuard
 from .guarded_run import GuardedRun
@@ -37,7 +37,6 @@ from .kernel_state import KernelStateFile
 from .live_hang import LiveHangCards
 from .native_log import PipeDrain
 from .options import GuardOptions
-from .reclaim import Reclaimed
 from .remediation import Failure, Policy, Remediated, attempt_failed, remediate
 
 

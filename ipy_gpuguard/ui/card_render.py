@@ -10,8 +10,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from ..protocol import CARD_MIME, Card, Reclaim, to_json
-from ..telemetry.units import format_bytes
+from ..protocol import CARD_MIME, Card, to_json
 from . import render, retry_render
 from .remedy_render import remedies_html
 
@@ -36,38 +35,16 @@ def card_bundle(card: Card) -> dict[str, Any]:
     return {"text/plain": card_text(card), "text/html": card_html(card), CARD_MIME: to_json(card)}
 
 
-def reclaimed_text(reclaimed: Reclaim) -> str:
-    """What freeing did, in one sentence."""
-    if reclaimed.pending:
-        return "Freeing the memory the failure pinned…"
-    freed, held = reclaimed.freed_bytes, reclaimed.held_bytes
-    if freed is None:
-        return (
-            f"Cleared {reclaimed.frames_cleared} frames of the failed call and collected garbage; "
-            "no framework allocator to measure what came back."
-        )
-    text = f"Freed {format_bytes(freed)}"
-    if held is None:
-        return text + "."
-    if held == 0:
-        return text + ": the allocator is back where it was before the cell."
-    return (
-        text + f"; the allocator still holds {format_bytes(held)} more than before the cell "
-        "(variables of the notebook, or memory the framework keeps): a retry in this kernel may "
-        "fail again, a kernel restart frees it all."
-    )
-
-
 def card_text(card: Card) -> str:
     lines = [f"ipy_gpuguard · {card.title} [{card.rule_id}]", card.summary]
     width = max((len(fact.label) for fact in card.facts), default=0)
     lines += [f"  {fact.label:<{width}}  {fact.text}" for fact in card.facts]
     lines += [f"  · {line}" for line in card.evidence]
-    if card.reclaimed is not None:
-        lines.append(reclaimed_text(card.reclaimed))
+    if card.words.reclaim:
+        lines.append(card.words.reclaim)
     lines += list(card.notes)
     if card.retry is not None:
-        lines += retry_render.retry_text(card.retry, card.batch_edit)
+        lines += retry_render.retry_text(card)
     if card.remedies:
         lines.append("What to do:")
     for number, remedy in enumerate(card.remedies[:TEXT_REMEDIES], 1):
@@ -103,17 +80,15 @@ def card_header_html(card: Card) -> str:
     )
 
 
-def status_html(card: Card, message: str = "") -> str:
-    """What freeing did and the last action's message."""
-    parts = [reclaimed_text(card.reclaimed)] if card.reclaimed is not None else []
-    parts += [message] if message and message not in parts else []
-    return "".join(f"<div>{escape(part)}</div>" for part in parts)
+def status_html(card: Card) -> str:
+    """What freeing did."""
+    return f"<div>{escape(card.words.reclaim)}</div>" if card.words.reclaim else ""
 
 
 def card_html(card: Card) -> str:
     """The whole card as static HTML."""
     remedies = remedies_html(card.remedies)
-    retry = retry_render.retry_html(card.retry, card.batch_edit) if card.retry is not None else ""
+    retry = retry_render.retry_html(card) if card.retry is not None else ""
     return (
         '<div class="ipy-gpuguard-card" style="font-size:13px">'
         f"{card_header_html(card)}{status_html(card)}{retry}"

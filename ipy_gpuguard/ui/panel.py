@@ -16,9 +16,9 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from ..record import PanelView, bar_style, device_fraction, device_series
 from ..telemetry import DeviceInfo
 from . import render, watch_render
-from .view import PanelView, bar_style, device_fraction, device_series
 
 #: The least time between two redraws (seconds): four a second at most.
 MIN_REDRAW_INTERVAL_S = 0.25

@@ -1,24 +1,10 @@
-"""Remedies as data and as escaped HTML: shared by the remediation card and the doctor's report."""
+"""Remedies as escaped HTML: shared by the remediation card and the doctor's report."""
 
 from __future__ import annotations
 
 from html import escape
 
-from ..diagnosis import Remedy
-from ..protocol import CardRemedy, Link
-
-
-def card_remedy(remedy: Remedy) -> CardRemedy:
-    """A catalog remedy as the protocol's data (the card, the doctor's ``--json``)."""
-    return CardRemedy(
-        id=remedy.id,
-        title=remedy.title,
-        why=remedy.why,
-        steps=remedy.steps,
-        action=remedy.action,
-        note=remedy.note,
-        links=tuple(Link(label, url) for label, url in remedy.links),
-    )
+from ..protocol import CardRemedy
 
 
 def remedies_html(remedies: tuple[CardRemedy, ...]) -> str:

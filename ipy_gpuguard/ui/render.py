@@ -10,9 +10,9 @@ from __future__ import annotations
 from html import escape
 
 from ..protocol import DeviceSeries
+from ..record import PanelView, device_fraction, device_series, used_fraction
 from ..telemetry import AllocatorReading, DeviceInfo, DeviceSample
 from ..telemetry.units import format_bytes
-from .view import PanelView, device_fraction, device_series, used_fraction
 from .watch_render import summary_lines
 
 _CHART_WIDTH, _CHART_HEIGHT = 240, 36

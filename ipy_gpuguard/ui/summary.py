@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..record import PanelView
 from . import render
-from .view import PanelView
 
 
 class PanelSummary:

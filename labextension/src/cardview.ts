@@ -1,7 +1,8 @@
 import { chartLegend, memoryChart } from './chart';
-import { lineAfter } from './celledit';
-import { ICard, IRetryState } from './protocol';
-import { formatBytes } from './units';
+import { ICard, ICardWords, IRetryState } from './protocol';
+
+/** A card written before the kernel worded everything (the renderer shows its HTML instead). */
+const NO_WORDS: ICardWords = { reclaim: '', offer: [], attempts: [], verdict: [], edit: '' };
 
 /** A button as the card shows it: enabled, or disabled with the reason as its tooltip. */
 export interface IButtonState {
@@ -30,6 +31,7 @@ export function cardView(
   activity: ICardActivity,
   click: (action: string) => void
 ): HTMLElement {
+  const words = card.words ?? NO_WORDS;
   const root = el('div', `jp-GpuGuard-cardBody jp-GpuGuard-kind-${card.kind}`);
   const header = el('div', 'jp-GpuGuard-header');
   header.append(el('div', 'jp-GpuGuard-title', card.title), el('div', 'jp-GpuGuard-summary', card.summary));
@@ -63,13 +65,10 @@ export function cardView(
     root.append(el('pre', 'jp-GpuGuard-output', activity.output));
   }
   if (card.retry) {
-    root.append(retryView(card.retry, card));
+    root.append(retryView(card.retry, words));
   }
-  if (card.reclaimed && !card.reclaimed.pending) {
-    const { freed_bytes, held_bytes } = card.reclaimed;
-    root.append(
-      el('div', 'jp-GpuGuard-line', `Freeing the failure gave back ${formatBytes(freed_bytes)}; still held: ${formatBytes(held_bytes)}.`)
-    );
+  if (words.reclaim) {
+    root.append(el('div', 'jp-GpuGuard-line', words.reclaim));
   }
   if (card.facts.length) {
     const facts = el('dl', 'jp-GpuGuard-facts');
@@ -122,51 +121,34 @@ export function cardView(
   return root;
 }
 
-/** Where a retry stands, in a sentence: the same verdict the kernel's card shows. */
-export function verdictText(retry: IRetryState): string | null {
-  const verdict = retry.verdict;
-  if (!verdict) {
-    return null;
-  }
-  const size = verdict.batch_size;
-  switch (verdict.state) {
-    case 'fixed':
-      return `Fixed: batch size ${size} fits${verdict.remembered ? ' (remembered for this cell)' : ''}.`;
-    case 'next':
-      return `Batch size ${size} is the next to try.`;
-    case 'memory_held':
-      return `Memory did not come back (${formatBytes(verdict.held_bytes)} still held): restart the kernel and run with batch size ${size}.`;
-    case 'gave_up':
-      return `No batch size down to ${size} fits.`;
-    default:
-      return 'The retry failed for another reason than memory: see its error.';
-  }
-}
-
-function retryView(retry: IRetryState, card: ICard): HTMLElement {
+/**
+ * The retry's part: the verdict (its first line the headline), the offer before any attempt,
+ * the attempts' table and the proposed edit, all in the kernel's words.
+ */
+function retryView(retry: IRetryState, words: ICardWords): HTMLElement {
   const section = el('div', 'jp-GpuGuard-retry');
-  const verdict = verdictText(retry);
-  if (verdict) {
-    section.append(el('div', `jp-GpuGuard-verdict jp-GpuGuard-verdict-${retry.verdict?.state}`, verdict));
-  } else if (retry.offer.batch_size === null) {
-    section.append(el('div', 'jp-GpuGuard-line', `No retry: ${retry.offer.reason}`));
+  const [headline, ...details] = words.verdict;
+  if (headline) {
+    section.append(el('div', `jp-GpuGuard-verdict jp-GpuGuard-verdict-${retry.verdict?.state}`, headline));
+    details.forEach(line => section.append(el('div', 'jp-GpuGuard-line', line)));
+  } else {
+    words.offer.forEach(line => section.append(el('div', 'jp-GpuGuard-line', line)));
   }
-  if (retry.attempts.length) {
+  if (words.attempts.length) {
     const table = el('table', 'jp-GpuGuard-attempts');
     const head = el('tr', '');
     ['batch size', 'result', 'peak memory'].forEach(name => head.append(el('th', '', name)));
     table.append(head);
-    for (const attempt of retry.attempts) {
+    retry.attempts.forEach((attempt, index) => {
+      const said = words.attempts[index];
       const row = el('tr', `jp-GpuGuard-attempt-${attempt.result}`);
-      const result = attempt.result === 'fits' ? 'fits' : attempt.result === 'out_of_memory' ? 'out of memory' : `failed: ${attempt.error ?? ''}`;
-      row.append(el('td', '', String(attempt.batch_size)), el('td', '', result), el('td', '', formatBytes(attempt.peak_bytes)));
+      row.append(el('td', '', String(said.batch_size)), el('td', '', said.result), el('td', '', said.peak));
       table.append(row);
-    }
+    });
     section.append(table);
   }
-  if (card.batch_edit) {
-    const change = card.batch_edit.edits.map(edit => lineAfter(edit)).join('; ');
-    section.append(el('div', 'jp-GpuGuard-line', `In the cell: ${change}`));
+  if (words.edit) {
+    section.append(el('div', 'jp-GpuGuard-line jp-GpuGuard-edit', words.edit));
   }
   return section;
 }

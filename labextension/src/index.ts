@@ -26,7 +26,7 @@ const cards: JupyterFrontEndPlugin<void> = {
   autoStart: true,
   requires: [IRenderMimeRegistry, INotebookTracker],
   activate: (app: JupyterFrontEnd, rendermime: IRenderMimeRegistry, tracker: INotebookTracker) => {
-    const host = { app, tracker, channels: new ActionsChannels() };
+    const host = { app, tracker, channels: new ActionsChannels(), rendermime };
     tracker.widgetAdded.connect((_, panel) => host.channels.watch(panel.sessionContext));
     rendermime.addFactory(
       { safe: true, mimeTypes: [CARD_MIME], createRenderer: () => new CardRenderer(host) },

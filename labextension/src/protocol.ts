@@ -1,7 +1,10 @@
 /**
- * The kernel's and the server's JSON, as `ipy_gpuguard/protocol/schema.json` (version 2)
- * describes it. Sizes are bytes, times seconds, text positions Unicode code points.
+ * The kernel's and the server's JSON, as `ipy_gpuguard/protocol/schema.json` describes it
+ * (a test keeps every interface's fields equal to its definition's). Sizes are bytes, times seconds, text positions Unicode code points.
  */
+
+/** The version of the protocol this extension reads; a card of another falls back to its HTML. */
+export const SCHEMA_VERSION = 3;
 
 /** The MIME type of a card's JSON in a display bundle. */
 export const CARD_MIME = 'application/vnd.ipy-gpuguard.card+json';
@@ -87,8 +90,26 @@ export interface IRetryVerdict {
   remembered: boolean;
 }
 
+export interface IRetryTarget {
+  variable: string | null;
+  use: string;
+  line: number | null;
+  line_text: string | null;
+  in_namespace: boolean;
+}
+
+export interface IRetryOffer {
+  batch_size: number | null;
+  current_batch_size: number | null;
+  target: IRetryTarget | null;
+  reason: string;
+  choices: string[];
+  notes: string[];
+  reruns: string[];
+}
+
 export interface IRetryState {
-  offer: { batch_size: number | null; current_batch_size: number | null; reason: string };
+  offer: IRetryOffer;
   attempts: IAttemptRecord[];
   verdict: IRetryVerdict | null;
   capacity_bytes: number | null;
@@ -101,6 +122,23 @@ export interface IActionOffer {
   batch_size: number | null;
   enabled: boolean;
   reason: string;
+}
+
+/** One attempt as the card's table shows it, worded by the kernel. */
+export interface IAttemptWords {
+  batch_size: number;
+  result: string;
+  peak: string;
+  line: string;
+}
+
+/** Every sentence of the card beyond the diagnosis' own text: the renderer words nothing. */
+export interface ICardWords {
+  reclaim: string;
+  offer: string[];
+  attempts: IAttemptWords[];
+  verdict: string[];
+  edit: string;
 }
 
 export interface ICard {
@@ -123,6 +161,7 @@ export interface ICard {
   actions: IActionOffer[];
   cell_id: string | null;
   execution_count: number | null;
+  words?: ICardWords;
 }
 
 export interface IAction {

@@ -1,7 +1,7 @@
 import { JupyterFrontEnd } from '@jupyterlab/application';
 import { Cell, CodeCell, CodeCellModel, ICellModel } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
-import { IRenderMime } from '@jupyterlab/rendermime';
+import { IRenderMime, IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import { Kernel } from '@jupyterlab/services';
 import { Message } from '@lumino/messaging';
 import { Signal } from '@lumino/signaling';
@@ -16,7 +16,8 @@ import {
   FRONTEND_ACTIONS,
   ICard,
   IActionResult,
-  RESTART_AND_RUN_TO_HERE
+  RESTART_AND_RUN_TO_HERE,
+  SCHEMA_VERSION
 } from './protocol';
 
 /** What every card renderer shares: the application, the notebooks, the kernels' comms. */
@@ -24,6 +25,7 @@ export interface ICardHost {
   app: JupyterFrontEnd;
   tracker: INotebookTracker;
   channels: ActionsChannels;
+  rendermime: IRenderMimeRegistry;
 }
 
 /** Lab's own command: restart the kernel, run every cell above the selected one, and it. */
@@ -53,9 +55,29 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
   }
 
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
-    this._card = model.data[CARD_MIME] as unknown as ICard;
-    this.node.dataset.kind = this._card.kind;
+    const card = model.data[CARD_MIME] as unknown as ICard;
+    this.node.dataset.kind = card.kind;
+    if (card.version !== SCHEMA_VERSION || !card.words) {
+      // A card of another version of the guard: its own HTML says what it says.
+      this._card = null;
+      await this._renderHTML(model);
+      return;
+    }
+    this._card = card;
     this._render();
+  }
+
+  /** The kernel's HTML of the card, through the notebook's HTML renderer (and its sanitizer). */
+  private async _renderHTML(model: IRenderMime.IMimeModel): Promise<void> {
+    const html = model.data['text/html'];
+    const text = model.data['text/plain'];
+    if (typeof html !== 'string') {
+      this.node.replaceChildren(el('pre', typeof text === 'string' ? text : ''));
+      return;
+    }
+    const renderer = this._host.rendermime.createRenderer('text/html');
+    await renderer.renderModel(new MimeModel({ data: { 'text/html': html }, trusted: model.trusted }));
+    this.node.replaceChildren(renderer.node);
   }
 
   protected onAfterAttach(msg: Message): void {
@@ -291,4 +313,10 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
   private _card: ICard | null = null;
   private _hostModel: ICellModel | null = null;
   private _channel: ActionsChannel | null = null;
+}
+
+function el(tag: string, text: string): HTMLElement {
+  const node = document.createElement(tag);
+  node.textContent = text;
+  return node;
 }

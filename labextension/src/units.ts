@@ -1,7 +1,7 @@
-/** Bytes as people read them: 1.5 GiB, 300 MiB. */
+/** Bytes as people read them: 1.5 GiB, 300 MiB; an unknown size says so in a word. */
 export function formatBytes(size: number | null | undefined): string {
   if (size === null || size === undefined) {
-    return '?';
+    return 'unknown';
   }
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let value = size;

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from ipy_gpuguard.protocol import CARD_MIME
+from ipy_gpuguard.protocol import CARD_MIME, SCHEMA_VERSION
 
 from ..oom_cells import keras_fit_cliff
 from ..protocol.validate import assert_valid
@@ -52,7 +52,7 @@ def card_of(execution):
 def test_a_frontend_that_renders_cards_gets_data_and_its_retry_goes_through_the_comm(tmp_path):
     with keras_kernel(tmp_path) as client:
         comm_id, hello = open_comm(client, {"renders": ["card"]})
-        assert hello == [{"cards": [], "version": 2}]  # no card can act yet
+        assert hello == [{"cards": [], "version": SCHEMA_VERSION}]  # no card can act yet
         failed = execute(client, "%%gpuguard\n" + keras_fit_cliff(256, 100), timeout=240)
         assert failed.status == "error"
 
@@ -117,7 +117,7 @@ def test_a_stall_is_shown_as_a_card_while_the_cell_still_runs(tmp_path):
         ]  # fmt: skip
         comm_id = opened["comm_id"]
         answer = send_on_comm(client, comm_id, {"renders": ["card"]})
-        assert comm_messages(answer, comm_id) == [{"cards": [], "version": 2}]
+        assert comm_messages(answer, comm_id) == [{"cards": [], "version": SCHEMA_VERSION}]
         msg_id = client.execute(STALLING)
         while True:
             msg = client.get_iopub_msg(timeout=30)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from ipy_gpuguard.cards.offers import retry_state
+from ipy_gpuguard.cards.words import offer_lines
 from ipy_gpuguard.diagnosis import Context, diagnose
 from ipy_gpuguard.protocol import to_json
-from ipy_gpuguard.retry import RetrySettings, plan_retry, retry_state
+from ipy_gpuguard.retry import RetrySettings, plan_retry
 from ipy_gpuguard.retry.reruns import rerun_statements
-from ipy_gpuguard.ui.retry_render import offer_text, retry_html
 
 CELL = (
     "%%gpuguard --auto-retry\n"
@@ -32,8 +33,8 @@ def test_every_renderer_names_them_in_the_offer():
     diagnosis = diagnose("OOM when allocating tensor with shape[256,1024]", Context())
     request = plan_retry(CELL, RetrySettings(auto_runs=5), diagnosis, 7, {}, (), None, None, None)
     offer = request.offer
-    text = "\n".join(offer_text(offer))
+    text = "\n".join(offer_lines(offer))
     assert "A retry reruns the whole cell from its first line. These run again:" in text
     assert "  line 2: results.append(len(results))" in text
-    assert "results.append(len(results))" in retry_html(retry_state(request), None)
+    assert retry_state(request).offer == offer
     assert to_json(offer)["reruns"][0] == "line 2: results.append(len(results))"

@@ -9,6 +9,7 @@ import pynvml
 import pytest
 from tornado.httpclient import HTTPClientError
 
+from ipy_gpuguard.protocol import SCHEMA_VERSION
 from ipy_gpuguard.telemetry import open_backend
 from ipy_gpuguard.telemetry.nvml import NvmlBackend
 
@@ -70,7 +71,7 @@ async def test_a_dead_kernels_post_mortem_names_its_cell_and_the_likely_cause(
         "host_available_bytes": 2**28,
         "host_total_bytes": 2**34,
         "platform": "linux",
-        "version": 2,
+        "version": SCHEMA_VERSION,
     }
     folder = jp_runtime_dir / "ipy_gpuguard"
     folder.mkdir()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from ipy_gpuguard.protocol import to_json
+from ipy_gpuguard.protocol import state_path, to_json
 from ipy_gpuguard.server.meter import NOT_ATTRIBUTABLE, Meter
 from ipy_gpuguard.telemetry import DeviceInfo, DeviceReading, NoTelemetry
 
@@ -106,11 +106,12 @@ class FakeSimulated(FakeNvml):
 
 
 def test_a_kernels_share_of_a_simulated_gpu_is_what_it_recorded(tmp_path):
-    (tmp_path / "kernel-k1.json").write_text(
+    state_path(tmp_path, "k1").parent.mkdir()
+    state_path(tmp_path, "k1").write_text(
         '{"devices": [{"index": 0, "used_bytes": 1073741824}, {"index": 1, "used_bytes": null}]}'
     )
     meter = Meter(
-        lambda spec: FakeSimulated(), "8GiB", pid_exists=lambda p: True, state_dir=tmp_path
+        lambda spec: FakeSimulated(), "8GiB", pid_exists=lambda p: True, runtime_dir=str(tmp_path)
     )
     reading = meter.read({"k1": (100,), "k2": (200,)})
     assert [(share.kernel_id, share.used_bytes) for share in reading.kernels] == [("k1", GIB)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ipy_gpuguard.cards import CardParts, base_card
 from ipy_gpuguard.diagnosis import Context, diagnose
 from ipy_gpuguard.protocol import (
     APPLY_TO_CELL,
@@ -11,10 +12,9 @@ from ipy_gpuguard.protocol import (
     ActionArgs,
     parse_action,
 )
+from ipy_gpuguard.record import Reclaimed
 from ipy_gpuguard.retry import RetrySettings, RunOutcome, plan_retry
 from ipy_gpuguard.shell.actions import MAX_LIVE_CARDS, CardActions, LiveCard
-from ipy_gpuguard.shell.card_data import CardParts, base_card
-from ipy_gpuguard.shell.reclaim import Reclaimed
 
 OOM = "ResourceExhaustedError: OOM when allocating tensor with shape[256,1024]"
 CELL = "model.fit(x, y, batch_size=256)\n"

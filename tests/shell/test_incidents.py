@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from ipy_gpuguard.diagnosis import Context, diagnose
 from ipy_gpuguard.diagnosis.context import allowed_environment
+from ipy_gpuguard.protocol import SCHEMA_VERSION
 from ipy_gpuguard.shell.incidents import Incident, IncidentLog
 
 OOM = "OOM when allocating tensor with shape[64,512] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc"
@@ -65,7 +66,7 @@ def test_the_log_is_its_owners_alone_and_carries_the_schema_version_pid_and_cell
     assert log.append(incident)
     assert stat.S_IMODE(log.path.stat().st_mode) == 0o600
     (record,) = log.recent(5)
-    assert record["version"] == 2
+    assert record["version"] == SCHEMA_VERSION
     assert record["pid"] == os.getpid()
     assert record["cell_id"] == "cell-9"
 

@@ -7,8 +7,8 @@ import itertools
 import json
 import sys
 
-from ipy_gpuguard.protocol import RunningCell
-from ipy_gpuguard.shell.kernel_state import KernelStateFile, kernel_id_of, state_path
+from ipy_gpuguard.protocol import RunningCell, state_path
+from ipy_gpuguard.shell.kernel_state import KernelStateFile, kernel_id_of
 from ipy_gpuguard.telemetry import DeviceInfo, DeviceReading, DeviceSample, Sample
 from ipy_gpuguard.watchdog import ProgressSnapshot
 

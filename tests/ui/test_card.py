@@ -6,10 +6,10 @@ from dataclasses import replace
 
 import ipywidgets as widgets
 
+from ipy_gpuguard.cards import CardParts, base_card, reclaim_of, with_parts, words_of
 from ipy_gpuguard.diagnosis import Diagnosis, Kind, Remedy
 from ipy_gpuguard.protocol import CARD_MIME, FREE_MEMORY, Action, ActionArgs, ActionOffer, to_json
-from ipy_gpuguard.shell.card_data import CardParts, base_card, reclaim_of, with_parts
-from ipy_gpuguard.shell.reclaim import Reclaimed
+from ipy_gpuguard.record import Reclaimed
 from ipy_gpuguard.ui.card import CardControls, StaticCard
 from ipy_gpuguard.ui.card_render import card_html, card_text
 
@@ -198,6 +198,7 @@ def test_a_search_that_fixed_the_cell_says_so_in_its_lasting_forms():
     )
     verdict = RetryVerdict("fixed", 96, None, searched=True, remembered=False)
     card = replace(CARD, retry=RetryState(offer, attempts, verdict, None, running=False))
+    card = replace(card, words=words_of(card))
     expected = "Fixed: batch size 96 fits, the largest of 3 tried by the search for the largest"
     assert expected in card_text(card)
     assert expected in card_html(card)

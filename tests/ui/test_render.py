@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from ipy_gpuguard.record import PanelView, bar_style, device_series
 from ipy_gpuguard.telemetry import (
     AllocatorReading,
     DeviceInfo,
@@ -9,7 +10,6 @@ from ipy_gpuguard.telemetry import (
     Sample,
 )
 from ipy_gpuguard.ui import render
-from ipy_gpuguard.ui.view import PanelView, bar_style, device_series
 
 GIB = 1024**3
 T4 = DeviceInfo(0, "Tesla T4", 15 * GIB)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from ipy_gpuguard.cards.stall import stall_facts, stall_gpu_state
+from ipy_gpuguard.record import PanelView, WatchView
 from ipy_gpuguard.telemetry import DeviceInfo, DeviceReading, DeviceSample, Sample
 from ipy_gpuguard.ui import render
-from ipy_gpuguard.ui.view import PanelView, WatchView
-from ipy_gpuguard.ui.watch_render import stall_facts, stall_gpu_state
 from ipy_gpuguard.watchdog import ProgressSnapshot, Stall
 from ipy_gpuguard.watchdog.stacks import StackReport
 

@@ -1,17 +1,29 @@
-"""A diagnosis, what freeing gave back and the retry's state, as the protocol's card."""
+"""A diagnosis, the finished run's record, the retry's state and what freeing gave back, as
+the protocol's card: what it says and what the person may do."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..diagnosis import Diagnosis
+from ..diagnosis import Diagnosis, Remedy
 from ..diagnosis.facts import FACT_LABELS, fact_text
-from ..protocol import FREE_MEMORY, ActionOffer, Card, DeviceSeries, Fact, Reclaim
-from ..retry import RetryRequest, batch_edit, retry_actions, retry_state
-from ..ui.remedy_render import card_remedy
-from ..ui.view import PanelView
-from ..ui.watch_render import action_lines, stall_facts, stall_title, where_lines
-from .reclaim import Reclaimed
+from ..protocol import (
+    FREE_MEMORY,
+    NO_WORDS,
+    ActionOffer,
+    Card,
+    CardRemedy,
+    CardWords,
+    DeviceSeries,
+    Fact,
+    Link,
+    Reclaim,
+)
+from ..record import PanelView, Reclaimed
+from ..retry import RetryRequest
+from .offers import batch_edit, retry_actions, retry_state
+from .stall import action_lines, stall_facts, stall_title, where_lines
+from .words import attempt_words, edit_text, offer_lines, reclaim_text, verdict_lines
 
 #: What a card shows while the failure's memory is being freed, just after it appeared.
 PENDING = Reclaim(pending=True, freed_bytes=None, held_bytes=None, frames_cleared=0)
@@ -95,12 +107,29 @@ def with_parts(card: Card, parts: CardParts) -> Card:
     if parts.can_free_memory and any(r.action == FREE_MEMORY for r in card.remedies):
         reason = "an action is running" if parts.running else ""
         actions += (ActionOffer(FREE_MEMORY, "Free GPU memory", None, not parts.running, reason),)
-    return replace(
+    changed = replace(
         card,
         reclaimed=parts.reclaimed,
         retry=retry_state(request, parts.running) if request is not None else None,
         batch_edit=batch_edit(request, card.cell_id) if request is not None else None,
         actions=actions,
+    )
+    return replace(changed, words=words_of(changed))
+
+
+def words_of(card: Card) -> CardWords:
+    """Every sentence of ``card`` beyond its diagnosis, from its changing part."""
+    retry, edit = card.retry, card.batch_edit
+    if card.reclaimed is None and retry is None:
+        return NO_WORDS
+    return CardWords(
+        reclaim=reclaim_text(card.reclaimed) if card.reclaimed is not None else "",
+        offer=offer_lines(retry.offer, card.facts) if retry is not None else (),
+        attempts=tuple(attempt_words(attempt, retry.capacity_bytes) for attempt in retry.attempts)
+        if retry is not None
+        else (),
+        verdict=verdict_lines(retry, edit) if retry is not None else (),
+        edit=edit_text(edit, retry) if retry is not None else "",
     )
 
 
@@ -136,3 +165,16 @@ def _unit(name: str, value: object) -> str | None:
     if name == "fit_fraction" and isinstance(value, float):
         return "fraction"
     return None
+
+
+def card_remedy(remedy: Remedy) -> CardRemedy:
+    """A catalog remedy as the protocol's data (the card, the doctor's ``--json``)."""
+    return CardRemedy(
+        id=remedy.id,
+        title=remedy.title,
+        why=remedy.why,
+        steps=remedy.steps,
+        action=remedy.action,
+        note=remedy.note,
+        links=tuple(Link(label, url) for label, url in remedy.links),
+    )

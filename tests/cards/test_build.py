@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from ipy_gpuguard.cards import CardParts, base_card, with_parts
 from ipy_gpuguard.diagnosis import Context, Kind, diagnose
 from ipy_gpuguard.protocol import to_json
 from ipy_gpuguard.retry import RetrySettings, RunOutcome, plan_retry
-from ipy_gpuguard.shell.card_data import CardParts, base_card, with_parts
 
 from ..protocol.validate import assert_valid
 

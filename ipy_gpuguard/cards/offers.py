@@ -1,5 +1,8 @@
 """The retry part of an out-of-memory card as data: the offer, the attempts, the verdict, the
-edit that keeps the working size in the cell, and the buttons with why each is disabled."""
+edit that keeps the working size in the cell, and the buttons with why each is disabled.
+
+Every offer and every refusal of a retry is decided here, once: the widget buttons, the lab
+extension and ``%gpuguard retry`` read them from the card."""
 
 from __future__ import annotations
 
@@ -15,10 +18,16 @@ from ..protocol import (
     RetryState,
     RetryVerdict,
 )
-from .attempts import CellRetry
-from .plan import RetryRequest
-from .settings import FIND_MAX_RUNS
-from .verdict import FIXED, GAVE_UP, MEMORY_HELD, NEXT, decide
+from ..retry import (
+    FIND_MAX_RUNS,
+    FIXED,
+    GAVE_UP,
+    MEMORY_HELD,
+    NEXT,
+    CellRetry,
+    RetryRequest,
+    verdict_of,
+)
 
 
 def retry_state(request: RetryRequest, running: bool = False) -> RetryState:
@@ -31,12 +40,6 @@ def retry_state(request: RetryRequest, running: bool = False) -> RetryState:
         capacity_bytes=retry.setup.capacity_bytes if retry else None,
         running=running,
     )
-
-
-def verdict_of(retry: CellRetry | None) -> RetryVerdict | None:
-    if retry is None or not retry.attempts:
-        return None
-    return decide(retry, retry.attempts[-1])
 
 
 def batch_edit(request: RetryRequest, cell_id: str | None) -> BatchEdit | None:

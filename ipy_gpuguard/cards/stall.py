@@ -1,0 +1,149 @@
+"""The words of a stall: how long, where the cell waits, what the GPU did, what the person can
+do. The hang card, the live panel, the frozen summary and the diagnosis' evidence say the same
+sentences, worded here once from the watchdog's record.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from ..record import PanelView, WatchView
+from ..watchdog import RAISED, SIGNALLED, STUCK, Stall, ThreadStack
+from ..watchdog.judgement import BUSY, IDLE, gpu_state
+
+_MEANINGS = {
+    BUSY: " (busy: one very long GPU kernel, or a GPU stuck in one)",
+    IDLE: " (idle: the GPU is waiting, for the input pipeline or a lock)",
+}
+
+
+def duration_text(seconds: float) -> str:
+    """``120 ms``, ``1.4 s``, ``95 s``."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
+
+
+def stall_title(watch: WatchView) -> str:
+    stall = watch.stall
+    assert stall is not None
+    return (
+        f"No progress for {duration_text(watch.now - stall.started_at)} "
+        f"(limit {duration_text(stall.limit_s)})"
+    )
+
+
+def stall_facts(view: PanelView, stall: Stall, watch: WatchView) -> list[str]:
+    """When the stall began, the pace before it, and what the GPU did during it."""
+    lines = [_position_text(stall)]
+    for index, percent in sorted(
+        view.utilisation_since(watch.elapsed_at(stall.started_at)).items()
+    ):
+        if view.simulated(index):  # a simulated figure proves nothing about a real GPU
+            lines.append(f"GPU {index} utilisation during the stall: {percent:.0f}% (simulated)")
+        else:
+            lines.append(
+                f"GPU {index} utilisation during the stall: {percent:.0f}%{_meaning(percent)}"
+            )
+    return lines
+
+
+def stall_gpu_state(view: PanelView) -> str | None:
+    """``busy`` or ``idle`` when every real GPU watched agreed during the stall; else ``None``."""
+    watch = view.watch
+    if watch is None or watch.stall is None:
+        return None
+    readings = view.utilisation_since(watch.elapsed_at(watch.stall.started_at))
+    states = {
+        gpu_state(percent) for index, percent in readings.items() if not view.simulated(index)
+    }
+    return states.pop() if len(states) == 1 else None
+
+
+def where_lines(threads: tuple[ThreadStack, ...]) -> list[str]:
+    """Each thread's own frames (the last three), the library call and the line it waits on."""
+    lines = []
+    for thread in threads:
+        lines.append("main thread:" if thread.is_main else f"{thread.name}, running your code:")
+        hidden = len(thread.user_frames) - 3
+        if hidden > 0:
+            lines.append(f"  ... {hidden} outer frame{'s' * (hidden != 1)}")
+        lines += [f"  {frame}" for frame in thread.user_frames[-3:]]
+        if thread.calls_into:
+            library = "the standard library" if thread.calls_into == "python" else thread.calls_into
+            lines.append(f"  -> inside {library}")
+        if thread.waits_in is not None:
+            lines.append(f"  waits in {thread.waits_in}")
+    return lines
+
+
+def action_lines(watch: WatchView) -> list[str]:
+    """What the person can do now, or what the watchdog's interrupt has done."""
+    stall = watch.stall
+    worker = stall.where.worker if stall is not None else None
+    state = watch.interrupt
+    if state is None and not watch.interrupting:
+        lines = ["Press the stop button (Interrupt the kernel) to end the cell."]
+        if worker is not None:
+            lines.append(
+                "It may not land while the main thread waits inside the framework for the thread "
+                "that runs your code; %%gpuguard --on-hang interrupt raises in that thread."
+            )
+        lines.append("If nothing stops it, Kernel > Restart is the way out.")
+        return lines
+    if state is None:
+        return ["Interrupting the cell (--on-hang interrupt)..."]
+    if state.stage == RAISED:
+        return [f"Interrupting the cell (--on-hang interrupt): raised in {state.target}."]
+    if state.stage == SIGNALLED:
+        return [
+            f"The interrupt raised in {state.target} has not landed; sent SIGINT to the main "
+            "thread, as the stop button does."
+        ]
+    assert state.stage == STUCK
+    return [
+        "The interrupt cannot land: the cell is inside one native call that Python cannot stop "
+        "(a long sleep, a lock without a timeout, a GPU wait).",
+        "Restart the kernel (Kernel > Restart); nothing inside the kernel can stop it.",
+    ]
+
+
+def hang_evidence(view: PanelView) -> tuple[str, ...]:
+    """Lines for a hang's diagnosis: the last step times before the failure, and the stall."""
+    watch = view.watch
+    if watch is None:
+        return ()
+    lines = []
+    times = watch.stall.step_times if watch.stall else watch.progress.step_times[-8:]
+    if times:
+        lines.append(
+            "Last step times before the failure: "
+            + ", ".join(duration_text(seconds) for seconds in times)
+            + "."
+        )
+    if watch.stall is not None:
+        lines.append(f"{stall_title(watch)}.")
+        lines += stall_facts(view, watch.stall, watch)
+        lines += where_lines(watch.stall.where.threads)
+    if watch.step_warning:
+        lines.append(watch.step_warning)
+    return tuple(lines)
+
+
+def _position_text(stall: Stall) -> str:
+    if stall.phase is None and stall.steps == 0:
+        return "The main thread has not moved: it is inside one call."
+    where = f"after step {stall.steps}" if stall.steps else "before the first step"
+    if stall.phase:
+        where += f" of {stall.phase}"
+    pace = ""
+    if stall.last_step_s is not None:
+        pace = f"; the last step took {duration_text(stall.last_step_s)}"
+    if stall.step_times:
+        pace += f", the median {duration_text(statistics.median(stall.step_times))}"
+    return f"Stalled {where}{pace}."
+
+
+def _meaning(percent: float) -> str:
+    state = gpu_state(percent)
+    return _MEANINGS[state] if state is not None else ""

@@ -1,0 +1,24 @@
+"""The record of a guarded run, pure data: what the panel shows while it runs and keeps once it
+has ended, what the guard saw of a failure, and what freeing its memory gave back. Built by the
+shell, read by ``cards/`` (which decides what a card says) and ``ui/`` (which draws it)."""
+
+from .failure import FailedRun, Reclaimed
+from .view import (
+    PanelView,
+    WatchView,
+    bar_style,
+    device_fraction,
+    device_series,
+    used_fraction,
+)
+
+__all__ = [
+    "FailedRun",
+    "PanelView",
+    "Reclaimed",
+    "WatchView",
+    "bar_style",
+    "device_fraction",
+    "device_series",
+    "used_fraction",
+]

@@ -1,0 +1,54 @@
+"""What the guard kept of a failed cell, without the exception: the record a card is built from.
+
+Exceptions are never kept: their frames pin the failed step's tensors. These hold the facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..diagnosis import DeviceMemory
+from ..telemetry.framework import FrameworkSettings
+from .view import PanelView
+
+
+@dataclass(frozen=True)
+class FailedRun:
+    """What the guard saw of the failed cell, without the exception."""
+
+    panel: PanelView
+    devices: tuple[DeviceMemory, ...]
+    log_lines: tuple[str, ...]
+    read_allocator: Callable[[], int | None]
+    allocator_baseline_bytes: int | None
+    settings: FrameworkSettings
+    hang_evidence: tuple[str, ...] = ()
+    watchdog_interrupted: bool = False
+    stall_gpu_state: str | None = None
+
+
+@dataclass(frozen=True)
+class Reclaimed:
+    """What freeing achieved: the allocator's bytes before the cell, before and after freeing.
+
+    ``None`` where no framework allocator could be read (no framework imported, no GPU).
+    """
+
+    baseline_bytes: int | None
+    before_bytes: int | None
+    after_bytes: int | None
+    frames_cleared: int
+
+    @property
+    def freed_bytes(self) -> int | None:
+        if self.before_bytes is None or self.after_bytes is None:
+            return None
+        return max(self.before_bytes - self.after_bytes, 0)
+
+    @property
+    def held_bytes(self) -> int | None:
+        """Bytes still held beyond what the allocator held before the cell started."""
+        if self.baseline_bytes is None or self.after_bytes is None:
+            return None
+        return max(self.after_bytes - self.baseline_bytes, 0)
