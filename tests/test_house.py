@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import ipy_gpuguard
@@ -123,3 +124,27 @@ def test_the_rooms_form_no_circle():
 
     for room in sorted(edges):
         visit(room, [])
+
+
+def test_cards_import_no_ipython_widgets_or_framework():
+    for path in (PACKAGE / "cards").rglob("*.py"):
+        assert not third_party(path) & {"IPython", "ipywidgets", "ipykernel", *FRAMEWORKS}, path
+
+
+def test_ui_holds_no_decision_it_imports_nothing_of_the_diagnosis():
+    """What a card or panel says is decided in ``cards/`` (and ``diagnosis/``): ``ui/`` draws."""
+    for path in (PACKAGE / "ui").rglob("*.py"):
+        assert "diagnosis" not in imported_rooms(path), path
+
+
+def test_pynvml_is_imported_only_in_telemetry():
+    for path in PACKAGE.rglob("*.py"):
+        if room_of(path) != "telemetry":
+            assert "pynvml" not in third_party(path), path
+
+
+def test_the_state_files_path_is_spelled_only_in_the_protocol():
+    spelled = re.compile(r"""kernel-\{|/ ["']ipy_gpuguard["']""")
+    for path in PACKAGE.rglob("*.py"):
+        if room_of(path) != "protocol":
+            assert not spelled.search(path.read_text(encoding="utf-8")), path

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import statistics
 
+from ..diagnosis import REMEDIES
+from ..diagnosis.remedies import STEP_TIMEOUT_REMEDIES
 from ..record import PanelView, WatchView
 from ..watchdog import RAISED, SIGNALLED, STUCK, Stall, ThreadStack
 from ..watchdog.judgement import BUSY, IDLE, gpu_state
@@ -147,3 +149,8 @@ def _position_text(stall: Stall) -> str:
 def _meaning(percent: float) -> str:
     state = gpu_state(percent)
     return _MEANINGS[state] if state is not None else ""
+
+
+def step_timeout_remedies() -> tuple[tuple[str, str], ...]:
+    """The catalog's remedies for a step near the GPU's own watchdog: ``(title, why)`` each."""
+    return tuple((REMEDIES[name].title, REMEDIES[name].why) for name in STEP_TIMEOUT_REMEDIES)

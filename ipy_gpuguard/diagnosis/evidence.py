@@ -33,7 +33,7 @@ def memory_evidence(facts: dict[str, FactValue], context: Context) -> list[str]:
     if requested and total and requested > total:
         lines.append(
             f"The failed allocation alone ({format_bytes(requested)}) is "
-            f"{requested / total:.1f}× the device's {format_bytes(total)}."
+            f"{times(requested / total)} the device's {format_bytes(total)}."
         )
     in_use = (device.peak_allocator_bytes or device.peak_used_bytes) if device else None
     in_use = in_use or _int(facts.get("allocated_bytes"))
@@ -41,6 +41,11 @@ def memory_evidence(facts: dict[str, FactValue], context: Context) -> list[str]:
     if fraction is not None:
         facts["fit_fraction"] = fraction
     return lines
+
+
+def times(ratio: float) -> str:
+    """``1.5×``, ``37×``, ``212,992×``: a ratio as people read it, never ``212992.0×``."""
+    return f"{ratio:.1f}×" if ratio < 10 else f"{ratio:,.0f}×"
 
 
 def fit_fraction(total: int | None, in_use: int | None, requested: int | None) -> float | None:

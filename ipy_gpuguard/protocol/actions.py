@@ -34,19 +34,28 @@ class ActionArgs:
 
 @dataclass(frozen=True)
 class Action:
+    """An action on the card ``card``; ``request`` is the sender's id for it, which the result
+    carries back (a frontend matches results to its requests by it, not by their order)."""
+
     action: str
     card: str
     args: ActionArgs = ActionArgs()
+    request: str | None = None
 
 
 @dataclass(frozen=True)
 class ActionResult:
-    """What came of an action: ``message`` is one sentence; ``card`` the card as it now is."""
+    """What came of an action: ``message`` is one sentence; ``card`` the card as it now is, and
+    ``html`` and ``text`` its lasting forms, which a frontend saves with the card's data so that
+    frontends without the lab extension show it too; ``request`` the action's own id."""
 
     action: str
     ok: bool
     message: str
     card: Card | None = None
+    html: str | None = None
+    text: str | None = None
+    request: str | None = None
     version: int = SCHEMA_VERSION
 
 
@@ -67,6 +76,9 @@ def parse_action(data: Any) -> Action:
             f"an action is an object like {{'action': 'retry', 'card': ID}}, not {data!r}"
         )
     action, card, args = data.get("action"), data.get("card"), data.get("args") or {}
+    request = data.get("request")
+    if request is not None and (not isinstance(request, str) or len(request) > 64):
+        raise ValueError(f"{action}: 'request' is the sender's id for it, a short text")
     if action not in ACTIONS:
         raise ValueError(f"unknown action {action!r}: the actions are {', '.join(ACTIONS)}")
     if not isinstance(card, str) or not card:
@@ -76,4 +88,4 @@ def parse_action(data: Any) -> Action:
     size = args.get("batch_size")
     if size is not None and (type(size) is not int or size < 1):
         raise ValueError(f"{action}: batch_size is a positive whole number, not {size!r}")
-    return Action(action, card, ActionArgs(size))
+    return Action(action, card, ActionArgs(size), request)

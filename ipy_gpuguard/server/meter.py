@@ -11,6 +11,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from ..protocol import KernelShare, MeterDevice, MeterReading, state_path
 from ..telemetry import DeviceBackend, open_backend
@@ -101,6 +102,7 @@ class Meter:
         attribution = self._attribution(holders)
         if backend.kind == "simulated":
             shares = self._recorded_shares(kernels)
+            devices = [_holding(device, shares, len(devices)) for device in devices]
         else:
             shares = () if attribution else _shares(kernels, holders)
         source = backend.kind if infos or backend.kind != "none" else "none"
@@ -130,6 +132,8 @@ class Meter:
                 used = sum(device.get("used_bytes") or 0 for device in state.get("devices", ()))
             except (OSError, ValueError, AttributeError, TypeError):
                 continue
+            if state.get("pid") not in pids:
+                continue  # written by a process that is gone: a dead or restarted kernel
             shares.append(KernelShare(kernel_id, pids, int(used)))
         return tuple(shares)
 
@@ -142,6 +146,18 @@ class Meter:
         if holders and not any(exists(pid) for pid in holders):
             return NOT_ATTRIBUTABLE
         return None
+
+
+def _holding(device: MeterDevice, shares: tuple[KernelShare, ...], count: int) -> MeterDevice:
+    """A simulated device as the meter shows it: what the live kernels recorded of it.
+
+    Each kernel's simulated GPU follows that kernel's own memory; the server's would follow the
+    server's, which no kernel's share is part of. So the device holds the kernels' shares (the
+    same on each of ``count`` devices), and no share can exceed it.
+    """
+    used = sum(share.used_bytes for share in shares) // max(count, 1)
+    total = device.total_bytes
+    return replace(device, used_bytes=min(used, total) if total else used)
 
 
 def _shares(kernels: KernelPids, holders: Mapping[int, int]) -> tuple[KernelShare, ...]:
@@ -159,6 +175,8 @@ def process_tree(pid: int | None) -> tuple[int, ...]:
 
     try:
         children = psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return ()  # the kernel died: nothing of it holds memory
     except psutil.Error:
         return (pid,)
     return (pid, *(child.pid for child in children))

@@ -8,15 +8,17 @@ does when it sees a card of a kernel it has no comm with). From the handshake on
 displayed as data (card JSON, HTML, text) without widgets, and a stall is shown as a card while
 the cell runs. The kernel answers the handshake, and every later change, with the live cards
 ``{cards: [ids]}``. Every other message from the frontend is an action ``{action, card, args}``;
-the answer is its result ``{ok, message, card?}``, sent on the same comm, while the card's
-display is updated by its display id.
+the answer is its result ``{ok, message, card, html, text, request}``, sent on the same comm
+with the request's id, while the card's display is updated by its display id.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..protocol import ActionResult, LiveCards, parse_action, to_json
+from ..ui.card_render import card_html, card_text
 from .session import GuardSession
 
 TARGET = "ipy_gpuguard.actions"
@@ -75,6 +77,7 @@ class ActionsComm:
             self._handshake(comm, data)
             return
         name = str(data.get("action")) if isinstance(data, dict) else ""
+        request = data.get("request") if isinstance(data, dict) else None
         try:
             result = self.session.act(parse_action(data))
         except ValueError as error:
@@ -83,7 +86,17 @@ class ActionsComm:
             result = ActionResult(
                 name, False, f"the guard failed ({type(error).__name__}: {error})"
             )
-        comm.send(to_json(result))
+        card = result.card
+        comm.send(
+            to_json(
+                replace(
+                    result,
+                    html=card_html(card) if card is not None else None,
+                    text=card_text(card) if card is not None else None,
+                    request=request if isinstance(request, str) else None,
+                )
+            )
+        )
 
     def close(self) -> None:
         """The guard is unloaded: close every comm (the frontend forgets its live cards)."""

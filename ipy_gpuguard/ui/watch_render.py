@@ -8,9 +8,14 @@ from __future__ import annotations
 
 from html import escape
 
-from ..cards.stall import action_lines, duration_text, stall_facts, stall_title, where_lines
-from ..diagnosis import REMEDIES
-from ..diagnosis.remedies import STEP_TIMEOUT_REMEDIES
+from ..cards.stall import (
+    action_lines,
+    duration_text,
+    stall_facts,
+    stall_title,
+    step_timeout_remedies,
+    where_lines,
+)
 from ..record import PanelView
 from ..watchdog import ProgressSnapshot
 
@@ -53,8 +58,7 @@ def hang_card_html(view: PanelView) -> str:
 def timeout_warning_html(warning: str) -> str:
     """The TDR warning with the catalog's remedies for it."""
     remedies = "".join(
-        f"<li><b>{escape(REMEDIES[remedy].title)}</b>: {escape(REMEDIES[remedy].why)}</li>"
-        for remedy in STEP_TIMEOUT_REMEDIES
+        f"<li><b>{escape(title)}</b>: {escape(why)}</li>" for title, why in step_timeout_remedies()
     )
     return (
         f'<div class="ipy-gpuguard-tdr" style="color:{_AMBER}"><b>{escape(warning)}</b>'
@@ -63,7 +67,7 @@ def timeout_warning_html(warning: str) -> str:
 
 
 def timeout_warning_lines(warning: str) -> list[str]:
-    return [warning, *(f"  - {REMEDIES[remedy].title}" for remedy in STEP_TIMEOUT_REMEDIES)]
+    return [warning, *(f"  - {title}" for title, _ in step_timeout_remedies())]
 
 
 def summary_lines(view: PanelView) -> list[str]:

@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any, Protocol
 
 from ..telemetry import DeviceInfo
+from ..telemetry.nvml_display import DisplayFacts, read_displays
 
 TDR_KEY = r"System\CurrentControlSet\Control\GraphicsDrivers"
 #: Windows' defaults when the registry has no value: 2 seconds, and recovery on.
@@ -28,7 +29,6 @@ DEFAULT_TDR_LEVEL = 3
 ASSUMED_LIMIT_S = 2.0
 #: ``cudaDevAttrKernelExecTimeout``, the same number in the driver API.
 KERNEL_EXEC_TIMEOUT = 17
-_DRIVER_MODELS = {0: "WDDM", 1: "TCC", 2: "MCDM"}
 _CUDA_LIBRARIES = {
     "win32": ("cudart64_12.dll", "cudart64_110.dll", "nvcuda.dll"),
     "linux": ("libcudart.so", "libcudart.so.12", "libcudart.so.11.0", "libcuda.so.1"),
@@ -64,14 +64,6 @@ class TimeoutProbe(Protocol):
     def timeouts(self, devices: tuple[DeviceInfo, ...]) -> tuple[GpuTimeout, ...]: ...
 
 
-@dataclass(frozen=True)
-class NvmlDisplay:
-    """What NVML says of a GPU's driver model (Windows only) and display."""
-
-    driver_model: str | None = None
-    display_active: bool | None = None
-
-
 class SystemTimeoutProbe:
     """The watchdog of this machine's GPUs, from the registry, NVML and CUDA.
 
@@ -100,66 +92,21 @@ class SystemTimeoutProbe:
         self._load_library = load_library
 
     def timeouts(self, devices: tuple[DeviceInfo, ...]) -> tuple[GpuTimeout, ...]:
-        displays = self._nvml_displays(devices)
+        displays = read_displays(devices, self._nvml)
         if self._platform == "win32":
             tdr = self._read_registry()
             return tuple(
-                _windows_timeout(info.index, tdr, displays.get(info.index, NvmlDisplay()))
+                _windows_timeout(info.index, tdr, displays.get(info.index, DisplayFacts()))
                 for info in devices
             )
         attribute = CudaAttribute(self._load_library, _CUDA_LIBRARIES.get(self._platform, ()))
         return tuple(
-            _cuda_timeout(info.index, attribute, displays.get(info.index, NvmlDisplay()))
+            _cuda_timeout(info.index, attribute, displays.get(info.index, DisplayFacts()))
             for info in devices
         )
 
-    def _nvml_displays(self, devices: tuple[DeviceInfo, ...]) -> dict[int, NvmlDisplay]:
-        nvml = self._nvml or _import_pynvml()
-        if nvml is None:
-            return {}
-        try:
-            nvml.nvmlInit()
-        except Exception:  # NVMLError of any kind: the facts stay unknown
-            return {}
-        try:
-            return {info.index: _nvml_display(nvml, info) for info in devices}
-        finally:
-            nvml.nvmlShutdown()
 
-
-def _import_pynvml() -> ModuleType | None:
-    try:
-        import pynvml
-    except ImportError:
-        return None
-    module: ModuleType = pynvml
-    return module
-
-
-def _nvml_display(nvml: ModuleType, info: DeviceInfo) -> NvmlDisplay:
-    try:
-        if info.uuid:
-            handle = nvml.nvmlDeviceGetHandleByUUID(info.uuid)
-        else:
-            handle = nvml.nvmlDeviceGetHandleByIndex(info.index)
-    except nvml.NVMLError:
-        return NvmlDisplay()
-    model = _quiet(nvml, lambda: nvml.nvmlDeviceGetDriverModel(handle))
-    active = _quiet(nvml, lambda: nvml.nvmlDeviceGetDisplayActive(handle))
-    return NvmlDisplay(
-        driver_model=_DRIVER_MODELS.get(model[0]) if model else None,
-        display_active=None if active is None else bool(active),
-    )
-
-
-def _quiet(nvml: ModuleType, call: Callable[[], Any]) -> Any:
-    try:
-        return call()
-    except nvml.NVMLError:
-        return None  # not supported on this platform or GPU
-
-
-def _windows_timeout(index: int, tdr: Mapping[str, int], display: NvmlDisplay) -> GpuTimeout:
+def _windows_timeout(index: int, tdr: Mapping[str, int], display: DisplayFacts) -> GpuTimeout:
     model = display.driver_model
     if model in ("TCC", "MCDM"):
         return GpuTimeout(index, False, None, f"{model} driver model: Windows' TDR does not apply")
@@ -179,7 +126,7 @@ def _windows_timeout(index: int, tdr: Mapping[str, int], display: NvmlDisplay) -
     )
 
 
-def _cuda_timeout(index: int, attribute: CudaAttribute, display: NvmlDisplay) -> GpuTimeout:
+def _cuda_timeout(index: int, attribute: CudaAttribute, display: DisplayFacts) -> GpuTimeout:
     enabled, problem = attribute.kernel_exec_timeout(index)
     if enabled is None:
         return GpuTimeout(index, None, None, problem)

@@ -1,5 +1,6 @@
 import { ISessionContext } from '@jupyterlab/apputils';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
+import { UUID } from '@lumino/coreutils';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { ACTIONS_TARGET, IAction, IActionResult, ILiveCards } from './protocol';
@@ -109,9 +110,10 @@ export class ActionsChannel {
     if (!comm || this._state !== 'open') {
       return Promise.reject(new Error('the kernel is not connected'));
     }
+    const request = UUID.uuid4();
     return new Promise<IActionResult>((resolve, reject) => {
-      this._pending.push({ resolve, reject });
-      const future = comm.send(action as any);
+      this._pending.set(request, { resolve, reject });
+      const future = comm.send({ ...action, request } as any);
       future.onIOPub = msg => {
         if (KernelMessage.isUpdateDisplayDataMsg(msg) || KernelMessage.isDisplayDataMsg(msg)) {
           const transient = msg.content.transient as { display_id?: string } | undefined;
@@ -137,7 +139,12 @@ export class ActionsChannel {
       this._state = 'open';
       this._changed.emit();
     } else if ('action' in data) {
-      this._pending.shift()?.resolve(data as IActionResult);
+      const result = data as IActionResult;
+      const pending = result.request ? this._pending.get(result.request) : undefined;
+      if (pending && result.request) {
+        this._pending.delete(result.request);
+        pending.resolve(result);
+      }
     }
   }
 
@@ -150,9 +157,10 @@ export class ActionsChannel {
   }
 
   private _reset(state: 'closed' | 'no-guard' | 'gone'): void {
-    for (const pending of this._pending.splice(0)) {
+    for (const pending of this._pending.values()) {
       pending.reject(new Error('the kernel went away before it answered'));
     }
+    this._pending.clear();
     this._comm = null;
     this._live = new Set();
     if (state === 'closed') {
@@ -166,7 +174,11 @@ export class ActionsChannel {
   private _state: 'closed' | 'opening' | 'open' | 'no-guard' | 'gone' = 'closed';
   private _live = new Set<string>();
   private _askedFor = new Set<string>();
-  private _pending: { resolve: (r: IActionResult) => void; reject: (e: Error) => void }[] = [];
+  /** The actions sent and not yet answered, by their request id. */
+  private _pending = new Map<
+    string,
+    { resolve: (r: IActionResult) => void; reject: (e: Error) => void }
+  >();
   private _changed = new Signal<this, void>(this);
 }
 

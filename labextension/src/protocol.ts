@@ -167,7 +167,8 @@ export interface ICard {
 export interface IAction {
   action: string;
   card: string;
-  args?: { batch_size?: number };
+  args?: { batch_size?: number | null };
+  request?: string | null;
 }
 
 export interface IActionResult {
@@ -176,6 +177,9 @@ export interface IActionResult {
   ok: boolean;
   message: string;
   card?: ICard | null;
+  html?: string | null;
+  text?: string | null;
+  request?: string | null;
 }
 
 /** The kernel's message on the comm: the cards that can still act. */

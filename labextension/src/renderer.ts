@@ -239,9 +239,18 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
       setActivity(card.id, { message: `${offer.label}: ${(error as Error).message}`, ok: false });
       return;
     }
-    // The card's new output (text, HTML and data) came as display updates while the action
-    // ran and is in the notebook's model: the result's card is the same data without the HTML
-    // and text that frontends without this extension show, so it never replaces the output.
+    // The card as it now is, with its HTML and text, so that the saved notebook shows it in
+    // every frontend (the kernel's display updates reach only the cell that first showed it).
+    if (result.card) {
+      const bundle: Record<string, any> = { [CARD_MIME]: result.card };
+      if (result.html) {
+        bundle['text/html'] = result.html;
+      }
+      if (result.text) {
+        bundle['text/plain'] = result.text;
+      }
+      this._replaceOutput(card.id, bundle);
+    }
     // An action that ran attempts is reported by the card itself (its attempts and verdict);
     // the kernel's message is the verdict's first line, in the words of its text card.
     const attempted =

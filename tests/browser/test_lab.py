@@ -151,7 +151,9 @@ def test_3b_find_max_and_the_saved_card_says_what_it_found(page, lab):
     bundle = saved_card(page, lab)
     assert found.group(0) in bundle["text/html"]
     assert found.group(0) in bundle["text/plain"]
-    assert bundle["application/vnd.ipy-gpuguard.card+json"]["retry"]["verdict"]["searched"]
+    saved = bundle["application/vnd.ipy-gpuguard.card+json"]
+    assert saved["retry"]["verdict"]["searched"]
+    assert not saved["retry"]["running"]  # the card as the search left it, not as it ran
 
 
 def test_4_saved_and_reloaded_without_its_kernel_the_card_still_applies(page, lab):
@@ -170,13 +172,14 @@ def test_4_saved_and_reloaded_without_its_kernel_the_card_still_applies(page, la
 
     card = cell(page, failing).locator(CARD)
     assert f"Fixed: batch size {size} fits" in card.inner_text()
-    retry = card.locator("button[data-action=find_max]")
+    # After the search, retrying is refused for its own reason; freeing memory for the kernel's.
+    free = card.locator("button[data-action=free_memory]")
     shoot(page, "4-reloaded-before")
     page.wait_for_function(
-        "document.querySelector('.jp-GpuGuard-card button[data-action=find_max]')"
+        "document.querySelector('.jp-GpuGuard-card button[data-action=free_memory]')"
         ".title.includes('kernel session has ended')"
     )
-    assert retry.is_disabled()
+    assert free.is_disabled()
     assert "kernel session has ended" in card.inner_text()
     apply = card.locator("button[data-action=apply_to_cell]")
     assert apply.is_enabled()

@@ -36,7 +36,7 @@ def test_the_cards_html_acts_with_widgets_and_survives_a_restart_and_reload(
 
     card = cell(page, failing).locator(CARD)
     card.wait_for()
-    assert "Batch size 64 instead of 512" in card.inner_text()
+    assert "Retry: batch size 64 instead of 512" in card.inner_text()
     assert page.locator(".jp-GpuGuard-card").count() == 0  # the extension's renderer is off
     retry = cell(page, failing).locator(
         ".jupyter-widgets.widget-button", has_text="Retry with batch size 64"

@@ -221,3 +221,16 @@ def test_the_remedies_of_a_stall_follow_what_the_gpu_did(state, present, absent)
     ids = [remedy.id for remedy in diagnosis.remedies]
     assert present in ids
     assert absent not in ids
+
+
+def test_an_allocation_many_times_the_device_is_said_in_whole_times():
+    """Issue 21: "212992.0×" on a card."""
+    oom = (
+        "ResourceExhaustedError: OOM when allocating tensor with shape[416,1048576,1048576] and "
+        "type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc"
+    )
+    devices = (DeviceMemory(0, "GPU 0", 8 * 2**30),)
+    found = diagnose(oom, Context(devices=devices))
+    (line,) = [line for line in found.evidence if line.startswith("The failed allocation alone")]
+    assert "the device's 8.00 GiB" in line
+    assert "212,992× the device's" in line

@@ -69,7 +69,9 @@ def test_a_frontend_that_renders_cards_gets_data_and_its_retry_goes_through_the_
         assert live["cards"] == [card["id"]]
 
         caused = send_on_comm(
-            client, comm_id, {"action": "retry", "card": card["id"], "args": {"batch_size": 32}}
+            client,
+            comm_id,
+            {"action": "retry", "card": card["id"], "args": {"batch_size": 32}, "request": "r-1"},
         )
 
         (reply,) = [
@@ -81,6 +83,10 @@ def test_a_frontend_that_renders_cards_gets_data_and_its_retry_goes_through_the_
         assert reply["ok"] is True
         assert reply["message"].startswith("Fixed: batch size 32 fits")
         assert reply["card"]["retry"]["verdict"]["state"] == "fixed"
+        # Issue 21: matched to its request by id, and with the forms a saved notebook keeps.
+        assert reply["request"] == "r-1"
+        assert "Fixed: batch size 32 fits" in reply["html"]
+        assert "Fixed: batch size 32 fits" in reply["text"]
         updates = [
             msg
             for msg in caused

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from ipy_gpuguard.protocol import CARD_MIME
+
 from ..oom_cells import keras_fit_cliff
 from .client import click, evaluate, execute, keras_kernel, widget_states
 
@@ -34,11 +36,12 @@ def test_the_retry_button_reruns_the_cell_with_a_smaller_batch_and_reports_succe
             if state.get("description", "").startswith("Retry with batch size")
         ]
         assert widgets[retry_id]["description"] == "Retry with batch size 32"
-        (status_id,) = [
-            comm_id
-            for comm_id, state in widgets.items()
-            if "A retry reruns the whole cell" in str(state.get("value", ""))
+        (card,) = [
+            msg["content"]
+            for msg in failed.of_type("display_data")
+            if CARD_MIME in msg["content"]["data"]
         ]
+        assert "A retry reruns the whole cell" in card["data"]["text/html"]
         (output_id,) = [
             comm_id
             for comm_id, state in widgets.items()
@@ -47,13 +50,17 @@ def test_the_retry_button_reruns_the_cell_with_a_smaller_batch_and_reports_succe
 
         caused = click(client, retry_id, timeout=240)
 
-        statuses = [
-            state["value"] for state in state_updates(caused, status_id) if "value" in state
+        # The card itself says what came of it: its display, updated by its id.
+        updates = [
+            msg["content"]["data"]
+            for msg in caused
+            if msg["msg_type"] == "update_display_data"
+            and msg["content"]["transient"]["display_id"] == card["transient"]["display_id"]
         ]
-        assert "Fixed: batch size 32 fits" in statuses[-1]
+        assert "Fixed: batch size 32 fits" in updates[-1]["text/html"]
         assert (
             "line 15: BATCH_SIZE = 256  # the cell&#x27;s batch size → BATCH_SIZE = 32"
-            in statuses[-1]
+            in updates[-1]["text/html"]
         )
         # The attempt's output went into the card's Output widget: its msg_id was the click's.
         click_id = caused[0]["parent_header"]["msg_id"]

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from ..protocol.validate import assert_valid
+from ..oom_cells import keras_fit_cliff
 from .client import collect, execute, kernel
 
 pytestmark = pytest.mark.kernel
@@ -71,3 +72,31 @@ def test_the_state_file_follows_a_guarded_cell_at_most_once_a_second(tmp_path):
 
         assert execute(client, "%unload_ext ipy_gpuguard").status == "ok"
         assert not path.exists()
+
+
+def test_after_a_retry_that_fixed_the_cell_the_state_file_says_fixed_and_its_count(tmp_path):
+    """Issue 21: the state file said ``outcome: error`` after a retry that fixed the cell, and
+    named another execution count than the frontend showed."""
+    connection_file = tmp_path / "kernel-5e5e5e5e-test.json"
+    with kernel(
+        str(connection_file),
+        GPUGUARD_SIMULATE="8GiB",
+        TF_ENABLE_ONEDNN_OPTS="0",
+        TF_CPP_MIN_LOG_LEVEL="2",
+        JUPYTER_DATA_DIR=str(tmp_path / "data"),
+        JUPYTER_RUNTIME_DIR=str(tmp_path),
+    ) as client:
+        assert execute(client, "%load_ext ipy_gpuguard").status == "ok"
+        assert execute(client, "1 + 1").status == "ok"  # the counts run on
+        failed = execute(client, "%%gpuguard\n" + keras_fit_cliff(256, 100), timeout=240)
+        assert failed.status == "error"
+        shown = failed.reply["content"]["execution_count"]
+        (path,) = tmp_path.glob("ipy_gpuguard/kernel-*.json")
+        state = json.loads(path.read_text())
+        assert (state["outcome"], state["cell"]["execution_count"]) == ("error", shown)
+
+        assert execute(client, "%gpuguard retry", timeout=240).status == "ok"
+        state = json.loads(path.read_text())
+        assert_valid("KernelState", state)
+        assert state["outcome"] == "fixed"
+        assert state["cell"]["execution_count"] == shown

@@ -7,7 +7,7 @@ import asyncio
 import threading
 
 from ipy_gpuguard.protocol import state_path, to_json
-from ipy_gpuguard.server.meter import NOT_ATTRIBUTABLE, Meter
+from ipy_gpuguard.server.meter import NOT_ATTRIBUTABLE, Meter, process_tree
 from ipy_gpuguard.telemetry import DeviceInfo, DeviceReading, NoTelemetry
 
 from ..protocol.validate import assert_valid
@@ -108,10 +108,50 @@ class FakeSimulated(FakeNvml):
 def test_a_kernels_share_of_a_simulated_gpu_is_what_it_recorded(tmp_path):
     state_path(tmp_path, "k1").parent.mkdir()
     state_path(tmp_path, "k1").write_text(
-        '{"devices": [{"index": 0, "used_bytes": 1073741824}, {"index": 1, "used_bytes": null}]}'
+        '{"pid": 100, "devices": [{"index": 0, "used_bytes": 1073741824}, '
+        '{"index": 1, "used_bytes": null}]}'
     )
     meter = Meter(
         lambda spec: FakeSimulated(), "8GiB", pid_exists=lambda p: True, runtime_dir=str(tmp_path)
     )
     reading = meter.read({"k1": (100,), "k2": (200,)})
     assert [(share.kernel_id, share.used_bytes) for share in reading.kernels] == [("k1", GIB)]
+
+
+def test_the_kernels_shares_never_exceed_what_the_simulated_device_holds(tmp_path):
+    """Issue 21: the kernels added up to more than the device held (it showed the server's
+    own memory, which no kernel's share is part of)."""
+    state_path(tmp_path, "k1").parent.mkdir()
+    for kernel_id, pid in (("k1", 100), ("k2", 200)):
+        state_path(tmp_path, kernel_id).write_text(
+            f'{{"pid": {pid}, "devices": [{{"index": 0, "used_bytes": {3 * GIB}}}]}}'
+        )
+    meter = Meter(
+        lambda spec: FakeSimulated(), "8GiB", pid_exists=lambda p: True, runtime_dir=str(tmp_path)
+    )
+    reading = meter.read({"k1": (100,), "k2": (200,)})
+    assert sum(share.used_bytes for share in reading.kernels) == 6 * GIB
+    assert sum(device.used_bytes for device in reading.devices) == 6 * GIB
+
+
+def test_a_dead_kernels_share_goes_at_once(tmp_path):
+    """Issue 21: a dead kernel's share was still shown 40 s after it died: its record stays
+    until the restarted kernel writes one, and no process of the kernel holds anything."""
+    state_path(tmp_path, "k1").parent.mkdir()
+    state_path(tmp_path, "k1").write_text(
+        f'{{"pid": 100, "devices": [{{"index": 0, "used_bytes": {GIB}}}]}}'
+    )
+    meter = Meter(
+        lambda spec: FakeSimulated(), "8GiB", pid_exists=lambda p: True, runtime_dir=str(tmp_path)
+    )
+    assert meter.read({"k1": ()}).kernels == ()  # its process is gone
+    assert meter.read({"k1": (300,)}).kernels == ()  # restarted: another process
+
+
+def test_the_process_tree_of_a_dead_kernel_is_empty():
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    assert process_tree(child.pid) == ()
