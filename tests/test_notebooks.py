@@ -22,9 +22,11 @@ pytestmark = pytest.mark.kernel
 
 
 @pytest.fixture(autouse=True)
-def own_jupyter_data(monkeypatch, tmp_path):
-    """Each run starts without remembered batch sizes: the kernel inherits this environment."""
-    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jupyter-data"))
+def own_jupyter_data(monkeypatch, tmp_path_factory):
+    """The person's own Jupyter data folder, which running the demos must leave alone."""
+    folder = tmp_path_factory.mktemp("person-jupyter-data")
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(folder))
+    return folder
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
@@ -47,7 +49,8 @@ def test_notebook_runs_and_shows_the_frozen_summary(notebook, tmp_path):
     assert len(summaries) >= len(guarded), "a guarded cell left no summary in the saved notebook"
 
 
-def test_oom_recovery_recovers_with_the_retry_and_by_itself(tmp_path):
+def test_oom_recovery_recovers_with_the_retry_and_by_itself(tmp_path, own_jupyter_data):
+    person_data_dir = own_jupyter_data
     notebook = NOTEBOOKS[0].parent / "oom_recovery.ipynb"
     executed = nbformat.read(execute(notebook, tmp_path), as_version=4)
     texts = [
@@ -62,6 +65,9 @@ def test_oom_recovery_recovers_with_the_retry_and_by_itself(tmp_path):
     (last,) = [text for text in texts if text.startswith("trained at batch size")]
     size = int(last.split()[4].rstrip(":"))
     assert 0.85 * 96 <= size <= 96  # --auto-retry --find-max, near the cliff at 96
+    # Issue 21: what the demo remembers stays beside it, not in the person's data folder.
+    assert (tmp_path / "jupyter-data" / "ipy_gpuguard" / "batch_sizes.json").exists()
+    assert not (person_data_dir / "ipy_gpuguard").exists()
 
     # Issue 21: converted by plain nbconvert and read offline, the saved widget view of the card
     # hid its HTML, so the page showed no card at all.

@@ -287,7 +287,7 @@ class GPUGuardMagics(Magics):
                     options,
                     info.raw_cell,
                     getattr(info, "cell_id", None),
-                    self.shell.execution_count,
+                    _count_of_cell_starting(self.shell),
                 )
             if interrupted.received:  # the person stopped the cell before it ran
                 self.session.end(depth)
@@ -375,6 +375,17 @@ class GPUGuardMagics(Magics):
             raise UsageError(f"%gpuguard simulate: {error}") from None
 
 
+def _count_of_cell_starting(shell: Any) -> int:
+    """The execution count the frontend shows for the cell now starting (``In [5]``).
+
+    IPython 9 advances ``execution_count`` before ``pre_run_cell`` (8 after the cell), so it is
+    one ahead here; in both, the cell's input is stored just after ``pre_run_cell``, so the
+    stored inputs (after the empty entry 0) are the cells before this one.
+    """
+    history = shell.history_manager
+    return len(history.input_hist_raw) if history is not None else int(shell.execution_count)
+
+
 def _here(run: Callable[[], RunOutcome]) -> RunOutcome:
     """Run a retry's attempt in the cell that asked for it (``%gpuguard retry``)."""
     return run()
@@ -404,8 +415,21 @@ class ShellRunner:
     def namespace(self) -> Any:
         return self._shell.user_ns
 
-    def run_cell(self, source: str) -> None:
-        self._shell.run_cell(source, store_history=False)
+    def run_cell(self, source: str, quiet: bool = False) -> None:
+        """Run ``source``; ``quiet``: a failure shows no traceback (the guard reports each
+        attempt in a line of its own, and the person's own traceback of the cell stands)."""
+        if not quiet:
+            self._shell.run_cell(source, store_history=False)
+            return
+        self._shell.showtraceback = _no_traceback  # shadows the method, for this run only
+        try:
+            self._shell.run_cell(source, store_history=False)
+        finally:
+            del self._shell.showtraceback
+
+
+def _no_traceback(*args: Any, **kwargs: Any) -> None:
+    """``showtraceback`` of a quiet attempt."""
 
 
 class GuardedCellTransformer:

@@ -14,6 +14,7 @@ from ..diagnosis import Diagnosis, Kind
 from ..protocol import Action, ActionResult, Card, RunningCell
 from ..record import PanelView, Reclaimed, device_series
 from ..retry import (
+    FIXED,
     BatchMemory,
     RetryRequest,
     RetrySettings,
@@ -57,7 +58,7 @@ class CellRunner(Protocol):
     @property
     def namespace(self) -> MutableMapping[str, Any]: ...
 
-    def run_cell(self, source: str) -> None: ...
+    def run_cell(self, source: str, quiet: bool = False) -> None: ...
 
 
 class GuardSession:
@@ -281,8 +282,14 @@ class GuardSession:
         return remediated
 
     def act(self, action: Action, around: AroundRun | None = None) -> ActionResult:
-        """Carry out an action on a card (a button, ``%gpuguard retry``, the lab extension)."""
-        return self.cards.act(action, around)
+        """Carry out an action on a card (a button, ``%gpuguard retry``, the lab extension); a
+        retry that fixed the cell is recorded as such in the kernel's state file."""
+        result = self.cards.act(action, around)
+        card = result.card
+        verdict = card.retry.verdict if card is not None and card.retry is not None else None
+        if card is not None and verdict is not None and verdict.state == FIXED and result.ok:
+            self.ended("fixed", card.rule_id)
+        return result
 
     def _display(self, card: Card) -> CardDisplay:
         if self.frontend_renders_cards:
@@ -312,7 +319,8 @@ class GuardSession:
         self._recording = outcome
         try:
             self._runner.namespace.update(rewritten.namespace)
-            self._runner.run_cell(rewritten.source)
+            # A terminal prints each attempt in one line; its traceback would be hundreds.
+            self._runner.run_cell(rewritten.source, quiet=not self.live)
         finally:
             self._recording = None
         return outcome

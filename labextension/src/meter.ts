@@ -84,9 +84,10 @@ export class MeterItem extends Widget {
     const reading = this._model.reading;
     const content: HTMLElement[] = [];
     if (!reading || reading.source === 'none') {
+      // The reason is a sentence of its own ("no GPU telemetry: NVML …"): the tooltip's.
       const reason = reading?.reason ?? this._model.error ?? 'waiting for the server';
-      content.push(span('jp-GpuGuard-meter-none', `no GPU telemetry: ${reason}`));
-      this.node.title = `ipy_gpuguard: no GPU telemetry: ${reason}`;
+      content.push(span('jp-GpuGuard-meter-none', reading ? 'no GPU' : 'GPU: …'));
+      this.node.title = `ipy_gpuguard: ${reason}`;
     } else {
       for (const device of reading.devices) {
         content.push(deviceMeter(device, reading.devices.length > 1));
@@ -94,7 +95,7 @@ export class MeterItem extends Widget {
       const kernelId = this._currentKernel();
       const share = reading.kernels.find(k => k.kernel_id === kernelId);
       if (reading.attribution) {
-        content.push(span('jp-GpuGuard-meter-kernel', 'this kernel: ?'));
+        content.push(span('jp-GpuGuard-meter-kernel', 'this kernel: not attributable'));
       } else if (kernelId) {
         content.push(span('jp-GpuGuard-meter-kernel', `this kernel: ${formatBytes(share?.used_bytes ?? 0)}`));
       }
@@ -122,7 +123,7 @@ class MeterPanel extends Widget {
     const reading = this._model.reading;
     const parts: HTMLElement[] = [heading('GPUs')];
     if (!reading || reading.source === 'none') {
-      parts.push(span('', `no GPU telemetry: ${reading?.reason ?? this._model.error ?? 'waiting for the server'}`));
+      parts.push(span('', reading?.reason ?? this._model.error ?? 'waiting for the server'));
       this.node.replaceChildren(...parts);
       return;
     }

@@ -113,6 +113,7 @@ def test_3_retry_fixes_the_cell_and_apply_writes_the_size_into_it_undoably(page,
     card.locator("button[data-action=retry]").click()
     verdict = card.locator(".jp-GpuGuard-verdict", has_text="Fixed: batch size 64 fits")
     verdict.wait_for(timeout=180_000)
+    wait_for_kernel(page, "idle")
     assert card.inner_text().count("Fixed: batch size 64 fits") == 1  # said once: the verdict
     assert card.locator(".jp-GpuGuard-attempts tr").count() == 2  # header and one attempt
     assert evidence.get_attribute("open") is not None  # still open after every redraw
@@ -145,6 +146,7 @@ def test_3b_find_max_and_the_saved_card_says_what_it_found(page, lab):
     card.locator("button[data-action=find_max]").click()
     verdict = card.locator(".jp-GpuGuard-verdict", has_text="the largest of")
     verdict.wait_for(timeout=300_000)
+    wait_for_kernel(page, "idle")  # the search has answered: its last run has ended
     found = re.search(r"Fixed: batch size (\d+) fits", verdict.inner_text())
     assert found is not None
     assert 64 < int(found.group(1)) <= 96  # the cliff is at 96

@@ -61,13 +61,17 @@ def test_a_measured_peak_is_given_of_the_devices_capacity():
     request.retry.attempt(request.offer.batch_size)
     (attempt,) = build().words.attempts
     assert attempt.peak == "3.00 GiB of 8.00 GiB"
-    assert build().words.verdict[0].startswith(
-        f"Fixed: batch size {request.offer.batch_size} fits (peak 3.00 GiB of 8.00 GiB)"
+    assert (
+        build()
+        .words.verdict[0]
+        .startswith(
+            f"Fixed: batch size {request.offer.batch_size} fits (peak 3.00 GiB of 8.00 GiB)"
+        )
     )
 
 
 def test_freeing_with_no_allocator_figures_says_so_in_words():
-    """"Freeing the failure gave back ?; still held: ?." in the lab extension."""
+    """ "Freeing the failure gave back ?; still held: ?." in the lab extension."""
     _, build = card(100, None, Reclaim(False, None, None, frames_cleared=12))
     assert build().words.reclaim == (
         "Cleared 12 frames of the failed call and collected garbage; no framework allocator "
@@ -76,7 +80,7 @@ def test_freeing_with_no_allocator_figures_says_so_in_words():
 
 
 def test_the_edit_is_a_proposal_and_only_once_a_size_has_fitted():
-    """"In the cell: line 2: BATCH_SIZE = 96" showed before Apply, while the cell said 512."""
+    """ "In the cell: line 2: BATCH_SIZE = 96" showed before Apply, while the cell said 512."""
     request, build = card(fits_below=100, peak_bytes=None)
     assert build().words.edit == ""  # nothing fitted yet: nothing to keep
     request.retry.attempt(request.offer.batch_size)

@@ -157,6 +157,9 @@ def test_gpuguard_retry_does_what_the_cards_button_does(shell, batch_memory, cap
 
     shell.run_line_magic("gpuguard", "retry max")
     out = capsys.readouterr().out
+    # Issue 21: a terminal printed a traceback per probe (1,064 lines): one line each now.
+    assert "Traceback" not in out
+    assert "ResourceExhaustedError" not in out
     final = retry_lines(out)[-1]
     assert final.startswith("ipy_gpuguard · retry: batch size ")
     assert final.endswith(": fits")
