@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from ..protocol.validate import assert_valid
 from ..oom_cells import keras_fit_cliff
+from ..protocol.validate import assert_valid
 from .client import collect, execute, kernel
 
 pytestmark = pytest.mark.kernel
