@@ -21,8 +21,9 @@ from ..protocol import (
 )
 from ..record import PanelView, Reclaimed
 from ..retry import RetryRequest
+from ..watchdog import Stall
 from .offers import batch_edit, retry_actions, retry_state
-from .stall import action_lines, stall_facts, stall_title, where_lines
+from .stall import action_lines, ended_stall_lines, stall_facts, stall_title, where_lines
 from .words import attempt_words, edit_text, offer_lines, reclaim_text, verdict_lines
 
 #: What a card shows while the failure's memory is being freed, just after it appeared.
@@ -71,25 +72,29 @@ def base_card(
 
 
 def hang_card(
-    view: PanelView, card_id: str, cell_id: str | None, execution_count: int | None
-) -> Card | None:
-    """The watchdog's stall as a card, while the cell still runs; ``None`` without a stall."""
+    view: PanelView,
+    stall: Stall,
+    card_id: str,
+    cell_id: str | None,
+    execution_count: int | None,
+) -> Card:
+    """The watchdog's ``stall`` as a card: while it goes on, what the person can do; once it
+    ended (progress came back, or the cell ended), what became of it."""
     watch = view.watch
-    if watch is None or watch.stall is None:
-        return None
-    stall = watch.stall
+    assert watch is not None
+    going_on = stall.resumed_at is None and not view.finished
     return Card(
         id=card_id,
         kind="hang",
         rule_id="hang.watchdog.stalled",
-        title=stall_title(watch),
+        title=stall_title(watch, stall),
         summary=" ".join(stall_facts(view, stall, watch)),
         error_type="",
         matched="",
         facts=(),
         evidence=tuple(where_lines(stall.where.threads)),
         remedies=(),
-        notes=tuple(action_lines(watch)),
+        notes=tuple(action_lines(watch) if going_on else ended_stall_lines(view, stall)),
         chart=(),
         reclaimed=None,
         retry=None,

@@ -26,13 +26,36 @@ def duration_text(seconds: float) -> str:
     return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
 
 
-def stall_title(watch: WatchView) -> str:
-    stall = watch.stall
+def stall_title(watch: WatchView, stall: Stall | None = None) -> str:
+    """``No progress for 12 s (limit 10 s)``: the stall going on, or ``stall`` once it ended."""
+    stall = stall or watch.stall
     assert stall is not None
+    until = stall.resumed_at if stall.resumed_at is not None else watch.now
     return (
-        f"No progress for {duration_text(watch.now - stall.started_at)} "
+        f"No progress for {duration_text(until - stall.started_at)} "
         f"(limit {duration_text(stall.limit_s)})"
     )
+
+
+def stall_ending(view: PanelView) -> str:
+    """How a stall still going on when the cell ended came to its end."""
+    watch = view.watch
+    if watch is not None and watch.interrupt is not None:
+        return "interrupted by the guard's stall watchdog"
+    if view.ended_with == "KeyboardInterrupt":
+        return "interrupted (the stop button, or Interrupt)"
+    if view.ended_with:
+        return f"the cell failed ({view.ended_with}) while stalled"
+    return "still stalled when it ended"
+
+
+def ended_stall_lines(view: PanelView, stall: Stall) -> list[str]:
+    """What became of a stall once the cell has ended, in place of what the person can do."""
+    if stall.resumed_at is not None:
+        finished = view.finished and view.ended_with is None
+        return ["The cell went on and finished." if finished else "Progress came back."]
+    ending = stall_ending(view)
+    return [ending[0].upper() + ending[1:] + "."]
 
 
 def stall_facts(view: PanelView, stall: Stall, watch: WatchView) -> list[str]:

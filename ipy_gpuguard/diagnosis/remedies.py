@@ -120,8 +120,10 @@ _CATALOG = (
     Remedy(
         "smaller_work",
         "Give the GPU shorter pieces of work",
-        "The watchdog resets a GPU whose single kernel runs too long: a smaller batch or smaller "
-        "tensors (image size, sequence length) make each kernel shorter.",
+        "The display driver's own timeout (Windows TDR, or CUDA's run-time limit on a GPU that "
+        "drives a display; not the guard's stall watchdog) resets a GPU whose single kernel "
+        "runs too long: a smaller batch or smaller tensors (image size, sequence length) make "
+        "each kernel shorter.",
         steps=("Halve batch_size or the input size and run again.",),
         action="retry",
     ),

@@ -323,8 +323,8 @@ RULES: tuple[Rule, ...] = (
         "hang.watchdog.interrupted",
         Kind.HANG,
         "Stopped by the watchdog",
-        "The cell made no progress for longer than its limit, and the guard interrupted it "
-        "(--on-hang interrupt); the traceback above shows where it was.",
+        "The cell made no progress for longer than its limit, and the guard's stall watchdog "
+        "interrupted it (--on-hang interrupt); the traceback above shows where it was.",
         (r"\bWatchdogInterrupt\b", ANY_MESSAGE),
         ("check_input_pipeline", "smaller_work"),
         types=("KeyboardInterrupt", "WatchdogInterrupt", "UnknownError"),
@@ -390,7 +390,7 @@ RULES: tuple[Rule, ...] = (
         Kind.HANG,
         "A GPU kernel failed (unspecified launch failure)",
         "A GPU kernel stopped abnormally: on a GPU that drives a display this is usually the "
-        "watchdog, otherwise a fault in the kernel.",
+        "display driver's timeout (TDR), otherwise a fault in the kernel.",
         (
             r"CUDA_ERROR_LAUNCH_FAILED",
             r"cudaErrorLaunchFailure",

@@ -39,6 +39,9 @@ class PanelView:
     """Everything one redraw of the panel needs, so rendering is a pure function of it.
 
     ``notes`` are one-line statuses: why telemetry is missing, or the sampler's own error.
+    ``ended_with``: once finished, the type of the exception the cell ended with (``None``: it
+    did not fail; empty: not known). ``stall_as_card``: a frontend shows the stall as a card of
+    its own (the lab extension), so the panel does not repeat it.
     """
 
     source_kind: str
@@ -50,6 +53,8 @@ class PanelView:
     finished: bool = False
     notes: tuple[str, ...] = ()
     watch: WatchView | None = None
+    ended_with: str | None = ""
+    stall_as_card: bool = False
 
     @property
     def latest(self) -> Sample | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from IPython.display import DisplayHandle, display
@@ -127,18 +128,24 @@ class GuardedRun:
             self._close_panel()
             raise
 
-    def finish(self) -> PanelView:
+    def finish(self, ended_with: str | None = "") -> PanelView:
         """Stop the watchdog and the sampler, and show the frozen summary; returns what it shows.
 
         The watchdog stops first: an interrupt of its that has not landed is withdrawn before
-        anything else runs on the main thread.
+        anything else runs on the main thread. ``ended_with`` is the type of the exception the
+        cell ended with (``None``: it did not fail; empty: not known). A cell that did not fail
+        ends any stall it was in: it was slow, not stuck.
         """
         try:
             try:
                 self._stop_watching()
+                if ended_with is None:
+                    self.watchdog.cell_finished()
             finally:
                 self._sampler.stop()
-            view = self.view(finished=True)
+            view = replace(self.view(finished=True), ended_with=ended_with)
+            if self._on_stall is not None:  # a stall's card says how it ended
+                self._on_stall(view)
             if self._options.show_panel:
                 summary = PanelSummary(view)
                 if self._handle is not None:
@@ -169,6 +176,7 @@ class GuardedRun:
             finished=finished,
             notes=tuple(notes),
             watch=self._watch_view(),
+            stall_as_card=self._on_stall is not None,
         )
 
     def _watch_view(self) -> WatchView:

@@ -28,17 +28,23 @@ class LiveHangCards:
         self._stall_started: float | None = None
 
     def changed(self, view: PanelView) -> None:
-        """From the watchdog's thread: show a new stall, or the one going on as it now is; a
-        stall that ended keeps its card as it last was."""
-        stall = view.watch.stall if view.watch is not None else None
-        if stall is None:
+        """From the watchdog's thread: show a new stall, or the one going on as it now is; once
+        it ended (progress came back, or the cell ended), its card says what became of it."""
+        watch = view.watch
+        if watch is None:
             return
-        if stall.started_at != self._stall_started:
+        stall = watch.stall
+        if stall is None:  # the one shown, if it ended
+            stall = next(
+                (s for s in watch.past_stalls if s.started_at == self._stall_started), None
+            )
+            if stall is None or self._handle is None:
+                return
+        elif stall.started_at != self._stall_started:
             self._stall_started = stall.started_at
             self._card_id = uuid.uuid4().hex
             self._handle = None
-        card = hang_card(view, self._card_id, self._cell_id, self._execution_count)
-        assert card is not None
+        card = hang_card(view, stall, self._card_id, self._cell_id, self._execution_count)
         if self._handle is None:
             handle = display(StaticCard(card), display_id=card.id)
             assert isinstance(handle, DisplayHandle)  # display returns one given a display_id

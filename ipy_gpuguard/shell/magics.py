@@ -308,8 +308,12 @@ class GPUGuardMagics(Magics):
         if raw_cell is not None and not raw_cell.strip():
             return
         depth, self._depth = self._depth, max(self._depth - 1, 0)
+        raised = getattr(result, "error_in_exec", None)
+        ended_with = type(raised).__name__ if raised is not None else None
         with held_interrupt() as interrupted:
-            finished = _guard_failure_in_one_line("finish", lambda: self.session.end(depth))
+            finished = _guard_failure_in_one_line(
+                "finish", lambda: self.session.end(depth, ended_with)
+            )
         if interrupted.received:
             print(
                 "ipy_gpuguard: interrupted while the guard finished the cell; it finished, "

@@ -212,14 +212,15 @@ class GuardSession:
         run.start()
         self._active = (key, run, options, cell, cell_id)
 
-    def end(self, key: int | None) -> FinishedCell | None:
-        """Finish the guarded cell at nesting depth ``key`` (``None``: whichever is running)."""
+    def end(self, key: int | None, ended_with: str | None = "") -> FinishedCell | None:
+        """Finish the guarded cell at nesting depth ``key`` (``None``: whichever is running);
+        ``ended_with``: the type of the exception it raised (``None``: it did not)."""
         if self._active is None or (key is not None and self._active[0] != key):
             return None
         _, run, options, cell, cell_id = self._active
         self._active = None
         self.last_run = run
-        view = run.finish()
+        view = run.finish(ended_with)
         return FinishedCell(run, view, options, cell, cell_id)
 
     def ended(self, outcome: str, rule_id: str | None = None) -> None:

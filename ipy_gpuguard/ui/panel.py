@@ -105,7 +105,8 @@ class MemoryPanel:
         with self.hang_card.hold_sync():
             self.hang_card.value = card
             self.hang_card.layout.display = "block" if card else "none"
-        self.widget.layout.border = "2px solid #f0ad4e" if card else ""
+        stalled = watch is not None and watch.stall is not None
+        self.widget.layout.border = "2px solid #f0ad4e" if stalled else ""
         self.redraws += 1
 
     def close(self) -> None:

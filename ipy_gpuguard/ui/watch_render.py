@@ -11,6 +11,7 @@ from html import escape
 from ..cards.stall import (
     action_lines,
     duration_text,
+    stall_ending,
     stall_facts,
     stall_title,
     step_timeout_remedies,
@@ -42,7 +43,7 @@ def progress_text(progress: ProgressSnapshot, running: bool = True) -> str | Non
 def hang_card_html(view: PanelView) -> str:
     """The live hang card, filled while the cell still runs; empty when there is no stall."""
     watch = view.watch
-    if watch is None or watch.stall is None:
+    if watch is None or watch.stall is None or view.stall_as_card:
         return ""
     facts = "".join(f"<li>{escape(line)}</li>" for line in stall_facts(view, watch.stall, watch))
     where = escape("\n".join(where_lines(watch.stall.where.threads)))
@@ -86,9 +87,9 @@ def summary_lines(view: PanelView) -> list[str]:
             f"{duration_text(watch.elapsed_at(stall.started_at))}, then went on"
         )
     if watch.stall is not None:
-        ending = "interrupted by the watchdog" if watch.interrupt else "still stalled when it ended"
-        lines.append(f"{stall_title(watch)}; {ending}")
-        lines += where_lines(watch.stall.where.threads)
+        lines.append(f"{stall_title(watch)}; {stall_ending(view)}")
+        if not view.stall_as_card:  # the card shows where it waited
+            lines += where_lines(watch.stall.where.threads)
     if watch.step_warning:
         lines += timeout_warning_lines(watch.step_warning)
     return lines

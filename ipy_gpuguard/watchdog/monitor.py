@@ -125,6 +125,13 @@ class Watchdog:
     def is_alive(self) -> bool:
         return self._thread.is_alive()
 
+    def cell_finished(self) -> None:
+        """The cell ended by itself: a stall still open then was a slow stretch that ended with
+        the cell, not a hang (call after :meth:`stop`)."""
+        if self.stall is not None and self.interrupt is None:
+            self.past_stalls.append(replace(self.stall, resumed_at=self._clock()))
+            self.stall = None
+
     def _run(self) -> None:
         next_look = self._clock()
         while not self._stop.is_set():

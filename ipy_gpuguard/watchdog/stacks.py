@@ -112,6 +112,9 @@ def shorten(
     chain = [f for f in chain if library_of(f.f_code.co_filename) != _OWN_THREADS]
     home = os.getcwd()
     owned = [is_users(f.f_code.co_filename, name_cell, home) for f in chain]
+    cells = [index for index, f in enumerate(chain) if _is_cell(f.f_code.co_filename, name_cell)]
+    if cells:  # what runs the cell (a launcher script in the person's folder) is not theirs
+        owned = [mine and index >= cells[0] for index, mine in enumerate(owned)]
     user_frames = tuple(_line(f, name_cell) for f, mine in zip(chain, owned, strict=True) if mine)
     calls_into = waits_in = None
     if user_frames and not owned[-1]:
@@ -161,6 +164,10 @@ def is_users(filename: str, name_cell: CellNamer | None = None, home: str | None
     if any(path.startswith(root) for root in _library_roots()):
         return False
     return path.startswith(_root(home if home is not None else os.getcwd()))
+
+
+def _is_cell(filename: str, name_cell: CellNamer) -> bool:
+    return filename.startswith("<ipython-input-") or name_cell(filename) is not None
 
 
 def library_of(filename: str) -> str:

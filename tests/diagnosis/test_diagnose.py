@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import pytest
@@ -234,3 +235,19 @@ def test_an_allocation_many_times_the_device_is_said_in_whole_times():
     (line,) = [line for line in found.evidence if line.startswith("The failed allocation alone")]
     assert "the device's 8.00 GiB" in line
     assert "212,992× the device's" in line
+
+
+def test_every_watchdog_the_catalog_names_is_said_to_be_whose():
+    """Issue 21: a stall's remedy said "the watchdog resets a GPU", the guard's watchdog and the
+    driver's timeout (TDR) in one word."""
+    from ipy_gpuguard.diagnosis.remedies import REMEDIES
+    from ipy_gpuguard.diagnosis.rules import RULES
+
+    texts = [remedy.why for remedy in REMEDIES.values()]
+    texts += [step for remedy in REMEDIES.values() for step in remedy.steps]
+    texts += [rule.summary for rule in RULES]
+    whose = re.compile(r"(stall watchdog|\w+'s (own )?(timeout|watchdog)|TDR)")
+    for text in texts:
+        if re.search(r"(?i)watchdog", text):
+            assert whose.search(text), text
+    assert "not the guard's stall watchdog" in REMEDIES["smaller_work"].why

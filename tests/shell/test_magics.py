@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -227,8 +228,8 @@ def test_a_guard_that_fails_to_finish_leaves_the_result_standing(shell, capsys, 
     session = guard_magics(shell).session
     finish = session.end
 
-    def finish_then_fail(key):
-        finish(key)
+    def finish_then_fail(key, ended_with=""):
+        finish(key, ended_with)
         raise OSError("display went away")
 
     monkeypatch.setattr(session, "end", finish_then_fail)
@@ -350,3 +351,13 @@ def test_the_doctor_on_an_ascii_terminal_prints_its_report(tmp_path):
     assert run.returncode in (0, 1), run.stderr[-2000:]
     assert "Traceback" not in run.stderr
     assert "Python and platform" in run.stdout
+
+
+def test_a_cell_that_finishes_after_a_slow_stretch_is_not_called_stalled(shell, capsys):
+    """Issue 21: a cell that finished normally got "No progress for 9.5 s ... still stalled when
+    it ended"."""
+    result = run(shell, "%%gpuguard --timeout 0.3 --interval 0.05\nimport time\ntime.sleep(1)")
+    assert result.success
+    out = capsys.readouterr().out
+    assert "still stalled" not in out
+    assert re.search(r"stalled for [\d.]+ m?s at [\d.]+ m?s, then went on", out)

@@ -46,3 +46,39 @@ def test_a_simulated_gpu_draws_no_conclusion_in_the_hang_card():
 @pytest.mark.parametrize(("utilisation", "state"), [(100, "busy"), (3, "idle"), (50, None)])
 def test_a_real_gpu_during_the_stall_is_judged_busy_or_idle(utilisation, state):
     assert stall_gpu_state(stalled(simulated=False, utilisation=utilisation)) == state
+
+
+def test_a_stall_the_person_interrupted_says_so_on_its_card():
+    """Issue 21: after Interrupt the live hang card still said "Press the stop button"."""
+    from dataclasses import replace
+
+    from ipy_gpuguard.cards import hang_card
+
+    going = stalled(simulated=False, utilisation=3)
+    stall = going.watch.stall
+    live = hang_card(going, stall, "h1", None, 5)
+    assert live.notes[0].startswith("Press the stop button")
+    interrupted = replace(going, finished=True, ended_with="KeyboardInterrupt")
+    ended = hang_card(interrupted, stall, "h1", None, 5)
+    assert ended.notes == ("Interrupted (the stop button, or Interrupt).",)
+    came_back = replace(
+        going,
+        watch=replace(going.watch, stall=None, past_stalls=(replace(stall, resumed_at=104.0),)),
+    )
+    assert hang_card(came_back, came_back.watch.past_stalls[0], "h1", None, 5).notes == (
+        "Progress came back.",
+    )
+
+
+def test_the_panel_leaves_the_stall_to_the_card_where_a_frontend_shows_it():
+    """Issue 21: in Lab the hang showed twice, in the panel's block and as the card."""
+    from dataclasses import replace
+
+    from ipy_gpuguard.ui.watch_render import hang_card_html, summary_lines
+
+    view = replace(stalled(simulated=False, utilisation=3), finished=True, ended_with="")
+    assert "No progress for" in hang_card_html(replace(view, finished=False))
+    as_card = replace(view, stall_as_card=True)
+    assert hang_card_html(replace(as_card, finished=False)) == ""
+    (line,) = [line for line in summary_lines(as_card) if "No progress" in line]
+    assert line.endswith("still stalled when it ended")

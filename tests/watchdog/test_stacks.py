@@ -84,3 +84,28 @@ def test_packages_installed_elsewhere_are_not_the_persons_code():
     assert not is_users("/usr/lib/python3/dist-packages/zmq/sugar/socket.py", home=home)
     assert not is_users("/home/me/project-other/lib.py", home=home)
     assert is_users("/home/me/project/utils/data.py", home=home)
+
+
+def test_a_launcher_in_the_persons_folder_is_not_their_code(tmp_path, monkeypatch):
+    """Issue 21: in a terminal, the ``ipython`` script of a virtual environment inside the
+    project folder showed as the person's code, above the cell's own frames."""
+    import sys
+
+    from ipy_gpuguard.watchdog.stacks import shorten
+
+    launcher = tmp_path / ".venv" / "bin" / "ipython"
+    launcher.parent.mkdir(parents=True)
+    launcher.write_text("def start_ipython(run):\n    return run()\n")
+    cell_file = tmp_path / "ipykernel_1" / "5.py"
+    cell_file.parent.mkdir()
+    cell_file.write_text("def train():\n    return capture()\n")
+    cells = {str(cell_file): "Cell In[5]"}
+    namespace: dict = {
+        "capture": lambda: shorten(sys._getframe(1), "MainThread", 1, True, cells.get)
+    }
+    for source in (launcher, cell_file):
+        exec(compile(source.read_text(), str(source), "exec"), namespace)
+    monkeypatch.chdir(tmp_path)
+
+    stack = namespace["start_ipython"](namespace["train"])
+    assert [line.place for line in stack.user_frames] == ["Cell In[5]"]
