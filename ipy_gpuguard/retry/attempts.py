@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..protocol import AttemptRecord
+from ..protocol import AttemptRecord, Reclaim
 from .find import BatchFinding, BatchTarget, Literal
 from .memory import BatchMemory, Remembered
 from .rewrite import Rewrite, rewrite
@@ -38,6 +38,7 @@ class RunOutcome:
     fit_fraction: float | None = None
     peak_bytes: int | None = None
     allocator_after_bytes: int | None = None  # after freeing a failure's memory
+    reclaimed: Reclaim | None = None  # what that freeing gave back, as the card says it
 
 
 @dataclass(frozen=True)
@@ -152,14 +153,21 @@ class CellRetry:
         search = self._new_search(True, self.search.trials)
         return search.next_step(runs) is not None
 
-    def memory_held(self, attempt: Attempt) -> int | None:
-        """Bytes still held after a failed attempt, when too many for a retry here to work."""
+    def held_bytes(self, attempt: Attempt) -> int | None:
+        """Bytes the allocator still held once a failed attempt was freed, beyond what it held
+        before the cell first ran (not before the attempt: what earlier attempts left counts)."""
         after, baseline = attempt.outcome.allocator_after_bytes, self.setup.baseline_bytes
         if attempt.fits or after is None or baseline is None:
             return None
+        return max(after - baseline, 0)
+
+    def memory_held(self, attempt: Attempt) -> int | None:
+        """Bytes still held after a failed attempt, when too many for a retry here to work."""
+        held = self.held_bytes(attempt)
         capacity = self.setup.capacity_bytes or 0
-        held = after - baseline
-        return held if held > max(HELD_SHARE * capacity, HELD_FLOOR_BYTES) else None
+        if held is None or held <= max(HELD_SHARE * capacity, HELD_FLOOR_BYTES):
+            return None
+        return held
 
     def rewrite(self, size: int) -> Rewrite:
         """The cell with ``size`` (and the accumulation steps that keep the effective batch)."""

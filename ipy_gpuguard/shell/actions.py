@@ -89,6 +89,12 @@ class LiveCard:
                 last = retry.auto(runs, find_max, report, run_around)
         finally:
             self.parts = replace(self.parts, running=False)
+        final = retry.attempts[-1] if retry.attempts else None
+        if final is not None and final.outcome.reclaimed is not None:
+            # The reclaim line says what the verdict says: the last freeing, against the
+            # allocator's bytes before the cell.
+            freed = replace(final.outcome.reclaimed, held_bytes=retry.held_bytes(final))
+            self.parts = replace(self.parts, reclaimed=freed)
         return last
 
     def verdict_message(self) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..cards import PENDING, CardParts
+from ..cards import PENDING, CardParts, reclaim_of
 from ..diagnosis import Context, Diagnosis, Kind, diagnose
 from ..record import FailedRun, Reclaimed
 from ..retry import FIXED, RetryRequest, RunOutcome, verdict_of
@@ -124,6 +124,7 @@ def attempt_failed(
     outcome.fit_fraction = fraction if isinstance(fraction, float) else None
     reclaimed = free_failure_memory(error, run.read_allocator, run.allocator_baseline_bytes)
     outcome.allocator_after_bytes = reclaimed.after_bytes
+    outcome.reclaimed = reclaim_of(reclaimed)
 
 
 def _context(run: FailedRun, previous_kind: Kind | None) -> Context:

@@ -11,6 +11,8 @@ from typing import Any
 import nbformat
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+#: The cell of notebooks/oom_recovery.ipynb that runs out of memory (BATCH_SIZE = 512).
+FAILING_CELL = "942564db"
 CURRENT = "window.jupyterapp.shell.currentWidget"
 
 

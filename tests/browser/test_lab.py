@@ -15,6 +15,7 @@ import pytest
 
 from .conftest import shoot
 from .notebook import (
+    FAILING_CELL,
     NOTEBOOKS,
     cell,
     cell_index,
@@ -31,7 +32,6 @@ from .notebook import (
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
-FAILING_CELL = "942564db"  # BATCH_SIZE = 512 in notebooks/oom_recovery.ipynb
 CARD = ".jp-GpuGuard-card"
 
 

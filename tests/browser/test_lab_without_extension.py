@@ -9,6 +9,7 @@ import pytest
 from .conftest import shoot
 from .notebook import (
     CURRENT,
+    FAILING_CELL,
     cell,
     cell_index,
     copy_notebook,
@@ -19,7 +20,6 @@ from .notebook import (
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
-FAILING_CELL = "942564db"  # BATCH_SIZE = 512 in notebooks/oom_recovery.ipynb
 CARD = ".ipy-gpuguard-card"
 
 

@@ -104,3 +104,33 @@ def test_only_the_last_cards_stay_live_and_older_ones_freeze():
     assert actions.get("c0") is None
     actions.freeze_all()
     assert all(live.display.frozen for live in cards)
+
+
+def test_the_verdicts_held_memory_and_the_reclaim_line_are_one_measurement():
+    """Issue 21: "Memory did not come back (2.0 GiB still held)" beside "still held: 1.0 GiB":
+    the reclaim line was the first failure's, the verdict the last attempt's."""
+    from ipy_gpuguard.protocol import Reclaim
+
+    gib = 2**30
+    diagnosis = diagnose(OOM, Context())
+
+    def run(rewritten):
+        after_attempt = Reclaim(False, freed_bytes=gib, held_bytes=2 * gib, frames_cleared=3)
+        return RunOutcome(
+            finished=True,
+            error="OOM",
+            out_of_memory=True,
+            allocator_after_bytes=2 * gib,
+            reclaimed=after_attempt,
+        )
+
+    request = plan_retry(CELL, RetrySettings(), diagnosis, 1, {}, (2**33,), 0, None, run)
+    base = base_card(diagnosis, "c1", (), (), "cell-1", 1)
+    first = Reclaimed(0, 3 * gib, gib, 2)  # the cell's own failure: 1 GiB still held
+    live = LiveCard(base, CardParts(None, request, can_free_memory=True), Shown(), lambda: first)
+    live.retry(None, 1, False, None)
+    card = live.card
+    assert card.retry.verdict.state == "memory_held"
+    assert card.retry.verdict.held_bytes == card.reclaimed.held_bytes == 2 * gib
+    assert "2.00 GiB still held" in card.words.verdict[0]
+    assert "still holds 2.00 GiB more" in card.words.reclaim
