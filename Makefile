@@ -30,15 +30,18 @@ $(LAB_BUILT): $(LAB_SOURCES)
 demo: $(VENV)/.installed $(LAB_BUILT)
 	$(PY) notebooks/execute.py build/notebooks notebooks/doctor.ipynb notebooks/quickstart.ipynb notebooks/oom_recovery.ipynb notebooks/hang_watchdog.ipynb
 
-## Run the tests (the GPU-only ones run with `pytest -m gpu` on a machine with a GPU).
+## Run the tests (the GPU-only ones run with `pytest -m gpu` on a machine with a GPU): the lab
+## extension's pure TypeScript (node's test runner), then the Python, kernel and browser tests.
 test: $(VENV)/.installed $(LAB_BUILT)
+	cd labextension && jlpm test
 	$(PY) -m pytest
 
-## Lint and type-check.
+## Lint and type-check: ruff and mypy, and eslint and prettier on the lab extension.
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check ipy_gpuguard tests bench notebooks
 	$(VENV)/bin/ruff format --check ipy_gpuguard tests bench notebooks
 	$(VENV)/bin/mypy
+	cd labextension && jlpm lint:check
 
 ## Build the lab extension, install it for development, and open the demo notebooks in JupyterLab
 ## (a simulated 8 GiB GPU where NVML finds none).
@@ -57,4 +60,4 @@ bench: $(VENV)/.installed
 	$(PY) bench/server_meter.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info ipy_gpuguard/labextension labextension/lib labextension/node_modules
+	rm -rf $(VENV) build *.egg-info ipy_gpuguard/labextension labextension/lib labextension/lib-test labextension/node_modules

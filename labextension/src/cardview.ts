@@ -34,13 +34,20 @@ export function cardView(
   const words = card.words ?? NO_WORDS;
   const root = el('div', `jp-GpuGuard-cardBody jp-GpuGuard-kind-${card.kind}`);
   const header = el('div', 'jp-GpuGuard-header');
-  header.append(el('div', 'jp-GpuGuard-title', card.title), el('div', 'jp-GpuGuard-summary', card.summary));
+  header.append(
+    el('div', 'jp-GpuGuard-title', card.title),
+    el('div', 'jp-GpuGuard-summary', card.summary)
+  );
   root.append(header);
 
   if (buttons.length) {
     const row = el('div', 'jp-GpuGuard-actions');
     for (const state of buttons) {
-      const button = el('button', 'jp-Button jp-mod-styled jp-GpuGuard-action', state.label) as HTMLButtonElement;
+      const button = el(
+        'button',
+        'jp-Button jp-mod-styled jp-GpuGuard-action',
+        state.label
+      ) as HTMLButtonElement;
       button.dataset.action = state.action;
       button.disabled = !state.enabled || !!activity.running;
       button.title = state.enabled ? state.label : state.reason;
@@ -115,7 +122,10 @@ export function cardView(
   }
   if (card.evidence.length) {
     const evidence = el('details', 'jp-GpuGuard-evidence');
-    evidence.append(el('summary', '', `Evidence (${card.rule_id})`), el('pre', '', card.evidence.join('\n')));
+    evidence.append(
+      el('summary', '', `Evidence (${card.rule_id})`),
+      el('pre', '', card.evidence.join('\n'))
+    );
     root.append(evidence);
   }
   return root;
@@ -129,7 +139,9 @@ function retryView(retry: IRetryState, words: ICardWords): HTMLElement {
   const section = el('div', 'jp-GpuGuard-retry');
   const [headline, ...details] = words.verdict;
   if (headline) {
-    section.append(el('div', `jp-GpuGuard-verdict jp-GpuGuard-verdict-${retry.verdict?.state}`, headline));
+    section.append(
+      el('div', `jp-GpuGuard-verdict jp-GpuGuard-verdict-${retry.verdict?.state}`, headline)
+    );
     details.forEach(line => section.append(el('div', 'jp-GpuGuard-line', line)));
   } else {
     words.offer.forEach(line => section.append(el('div', 'jp-GpuGuard-line', line)));
@@ -142,7 +154,11 @@ function retryView(retry: IRetryState, words: ICardWords): HTMLElement {
     retry.attempts.forEach((attempt, index) => {
       const said = words.attempts[index];
       const row = el('tr', `jp-GpuGuard-attempt-${attempt.result}`);
-      row.append(el('td', '', String(said.batch_size)), el('td', '', said.result), el('td', '', said.peak));
+      row.append(
+        el('td', '', String(said.batch_size)),
+        el('td', '', said.result),
+        el('td', '', said.peak)
+      );
       table.append(row);
     });
     section.append(table);

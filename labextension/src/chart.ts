@@ -18,8 +18,11 @@ export function memoryChart(series: IDeviceSeries): SVGSVGElement {
     role: 'img',
     'aria-label': `Memory of ${series.name} during the run`
   }) as SVGSVGElement;
-  const values = [...series.device_used_bytes, ...series.allocator_bytes, series.total_bytes]
-    .filter((v): v is number => v !== null);
+  const values = [
+    ...series.device_used_bytes,
+    ...series.allocator_bytes,
+    series.total_bytes
+  ].filter((v): v is number => v !== null);
   const maxY = niceCeiling(Math.max(1, ...values));
   const maxX = Math.max(1e-3, ...series.elapsed_s);
   const x = (t: number) => MARGIN.left + (t / maxX) * (WIDTH - MARGIN.left - MARGIN.right);
@@ -29,7 +32,13 @@ export function memoryChart(series: IDeviceSeries): SVGSVGElement {
   for (let i = 0; i <= 4; i++) {
     const value = (maxY * i) / 4;
     svg.append(
-      element('line', { class: 'jp-GpuGuard-chart-grid', x1: x(0), x2: x(maxX), y1: y(value), y2: y(value) }),
+      element('line', {
+        class: 'jp-GpuGuard-chart-grid',
+        x1: x(0),
+        x2: x(maxX),
+        y1: y(value),
+        y2: y(value)
+      }),
       text(formatBytes(value), MARGIN.left - 6, y(value) + 4, 'end')
     );
   }
@@ -46,7 +55,10 @@ export function memoryChart(series: IDeviceSeries): SVGSVGElement {
     svg.append(
       element('line', {
         class: 'jp-GpuGuard-chart-total',
-        x1: x(0), x2: x(maxX), y1: y(series.total_bytes), y2: y(series.total_bytes)
+        x1: x(0),
+        x2: x(maxX),
+        y1: y(series.total_bytes),
+        y2: y(series.total_bytes)
       })
     );
   }

@@ -97,7 +97,9 @@ export class MeterItem extends Widget {
       if (reading.attribution) {
         content.push(span('jp-GpuGuard-meter-kernel', 'this kernel: not attributable'));
       } else if (kernelId) {
-        content.push(span('jp-GpuGuard-meter-kernel', `this kernel: ${formatBytes(share?.used_bytes ?? 0)}`));
+        content.push(
+          span('jp-GpuGuard-meter-kernel', `this kernel: ${formatBytes(share?.used_bytes ?? 0)}`)
+        );
       }
       this.node.title = 'GPU memory (click for every GPU and kernel)';
     }
@@ -112,7 +114,10 @@ export class MeterItem extends Widget {
 
 /** Every GPU and every kernel's memory, in the popup the meter opens. */
 class MeterPanel extends Widget {
-  constructor(private readonly _model: MeterModel, private readonly _kernelName: (id: string) => string) {
+  constructor(
+    private readonly _model: MeterModel,
+    private readonly _kernelName: (id: string) => string
+  ) {
     super();
     this.addClass('jp-GpuGuard-meterPanel');
     this._model.changed.connect(this.update, this);
@@ -132,11 +137,14 @@ class MeterPanel extends Widget {
       const row = devices.insertRow();
       row.insertCell().textContent = `${device.index}: ${device.name}`;
       row.insertCell().append(bar(device));
-      row.insertCell().textContent = device.problem ?? `${formatBytes(device.used_bytes)} / ${formatBytes(device.total_bytes)}`;
+      row.insertCell().textContent =
+        device.problem ?? `${formatBytes(device.used_bytes)} / ${formatBytes(device.total_bytes)}`;
       row.insertCell().textContent = [
         device.utilization_percent !== null ? `${device.utilization_percent}%` : '',
         device.temperature_c !== null ? `${device.temperature_c} °C` : ''
-      ].filter(Boolean).join(' · ');
+      ]
+        .filter(Boolean)
+        .join(' · ');
     }
     parts.push(devices, heading('Kernels'));
     if (reading.attribution) {
@@ -164,15 +172,25 @@ class MeterPanel extends Widget {
 function deviceMeter(device: IMeterDevice, numbered: boolean): HTMLElement {
   const item = span('jp-GpuGuard-meter-device', '');
   const label = numbered ? `GPU ${device.index} ` : 'GPU ';
-  const value = device.problem ? device.problem : `${formatBytes(device.used_bytes)} / ${formatBytes(device.total_bytes)}`;
-  item.append(span('', label), bar(device), span('jp-GpuGuard-meter-value', value + (device.simulated ? ' (simulated)' : '')));
+  const value = device.problem
+    ? device.problem
+    : `${formatBytes(device.used_bytes)} / ${formatBytes(device.total_bytes)}`;
+  item.append(
+    span('', label),
+    bar(device),
+    span('jp-GpuGuard-meter-value', value + (device.simulated ? ' (simulated)' : ''))
+  );
   return item;
 }
 
 function bar(device: IMeterDevice): HTMLElement {
   const outer = span('jp-GpuGuard-bar', '');
-  const inner = span(`jp-GpuGuard-bar-fill jp-GpuGuard-level-${fillLevel(device.used_bytes, device.total_bytes)}`, '');
-  const share = device.used_bytes && device.total_bytes ? device.used_bytes / device.total_bytes : 0;
+  const inner = span(
+    `jp-GpuGuard-bar-fill jp-GpuGuard-level-${fillLevel(device.used_bytes, device.total_bytes)}`,
+    ''
+  );
+  const share =
+    device.used_bytes && device.total_bytes ? device.used_bytes / device.total_bytes : 0;
   inner.style.width = `${Math.min(100, Math.round(share * 100))}%`;
   outer.append(inner);
   return outer;

@@ -37,30 +37,48 @@ async function report(panel: NotebookPanel, kernel: Kernel.IKernelConnection): P
     }
     found = await requestAPI<IPostMortem>(`kernels/${kernel.id}/post-mortem`);
   } catch (error) {
-    Notification.error(`The kernel of ${panel.title.label} died; its last record cannot be read (${(error as Error).message}).`, { autoClose: false });
+    Notification.error(
+      `The kernel of ${panel.title.label} died; its last record cannot be read (${(error as Error).message}).`,
+      { autoClose: false }
+    );
     return;
   }
   if (!found) {
     return; // the guard recorded nothing in this kernel: Lab's own message says it restarted
   }
   const cell = found.state.cell;
-  const where = cell ? ` while running cell [${cell.execution_count ?? ' '}] ${cell.first_line}` : '';
+  const where = cell
+    ? ` while running cell [${cell.execution_count ?? ' '}] ${cell.first_line}`
+    : '';
   const actions: Notification.IAction[] = [
-    { label: 'Details', callback: () => void showDetails(panel, found as IPostMortem), displayType: 'accent' }
+    {
+      label: 'Details',
+      callback: () => void showDetails(panel, found as IPostMortem),
+      displayType: 'accent'
+    }
   ];
   if (cell) {
-    actions.unshift({ label: 'Go to the cell', callback: () => goToCell(panel, cell.cell_id, cell.execution_count) });
+    actions.unshift({
+      label: 'Go to the cell',
+      callback: () => goToCell(panel, cell.cell_id, cell.execution_count)
+    });
   }
   Notification.error(`Kernel died${where}. ${found.title}.`, { autoClose: false, actions });
 }
 
 /** Scroll to the cell the kernel was running and select it. */
-function goToCell(panel: NotebookPanel, cellId: string | null, executionCount: number | null): void {
+function goToCell(
+  panel: NotebookPanel,
+  cellId: string | null,
+  executionCount: number | null
+): void {
   const notebook = panel.content;
   const index = notebook.widgets.findIndex(
     cell =>
       (cellId !== null && cell.model.id === cellId) ||
-      (cellId === null && executionCount !== null && (cell.model as any).executionCount === executionCount)
+      (cellId === null &&
+        executionCount !== null &&
+        (cell.model as any).executionCount === executionCount)
   );
   if (index >= 0) {
     notebook.activeCellIndex = index;
@@ -81,10 +99,16 @@ async function showDetails(panel: NotebookPanel, found: IPostMortem): Promise<vo
     rows.push(['Progress', `${state.phase}, ${state.step} steps`]);
   }
   for (const device of state.devices) {
-    rows.push([device.name, `${formatBytes(device.used_bytes)} of ${formatBytes(device.total_bytes)} used`]);
+    rows.push([
+      device.name,
+      `${formatBytes(device.used_bytes)} of ${formatBytes(device.total_bytes)} used`
+    ]);
   }
   if (state.host_total_bytes) {
-    rows.push(['Host memory', `${formatBytes(state.host_available_bytes)} of ${formatBytes(state.host_total_bytes)} available`]);
+    rows.push([
+      'Host memory',
+      `${formatBytes(state.host_available_bytes)} of ${formatBytes(state.host_total_bytes)} available`
+    ]);
   }
   if (state.last_rule_id) {
     rows.push(['Last diagnosis', state.last_rule_id]);
@@ -107,7 +131,9 @@ async function showDetails(panel: NotebookPanel, found: IPostMortem): Promise<vo
     remedies.append(item);
   }
   body.node.append(facts, why, remedies);
-  const buttons = state.cell ? [Dialog.cancelButton({ label: 'Close' }), Dialog.okButton({ label: 'Go to the cell' })] : [Dialog.okButton({ label: 'Close' })];
+  const buttons = state.cell
+    ? [Dialog.cancelButton({ label: 'Close' }), Dialog.okButton({ label: 'Go to the cell' })]
+    : [Dialog.okButton({ label: 'Close' })];
   const result = await showDialog({ title: found.title, body, buttons });
   if (result.button.accept && state.cell) {
     goToCell(panel, state.cell.cell_id, state.cell.execution_count);

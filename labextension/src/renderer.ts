@@ -76,7 +76,9 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
       return;
     }
     const renderer = this._host.rendermime.createRenderer('text/html');
-    await renderer.renderModel(new MimeModel({ data: { 'text/html': html }, trusted: model.trusted }));
+    await renderer.renderModel(
+      new MimeModel({ data: { 'text/html': html }, trusted: model.trusted })
+    );
     this.node.replaceChildren(renderer.node);
   }
 
@@ -117,8 +119,11 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
       channel.open(card.id); // the guard is loaded wherever a new card is shown
     }
     const activity = activities.get(card.id) ?? {};
-    const view = cardView(card, this._buttons(card, kernel, channel), activity, action =>
-      void this._click(action)
+    const view = cardView(
+      card,
+      this._buttons(card, kernel, channel),
+      activity,
+      action => void this._click(action)
     );
     // The card is drawn anew whenever the kernel's state changes: keep what the person folded
     // open or closed (a remedy, the evidence) as it was.
@@ -138,7 +143,11 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
     const kernelProblem = this._kernelProblem(card, kernel, channel);
     const buttons = card.actions.map(offer => {
       let reason = offer.enabled ? '' : offer.reason;
-      if (!reason && offer.action === RESTART_AND_RUN_TO_HERE && !this._panel()?.sessionContext.session) {
+      if (
+        !reason &&
+        offer.action === RESTART_AND_RUN_TO_HERE &&
+        !this._panel()?.sessionContext.session
+      ) {
         reason = 'no kernel to restart: start one first';
       } else if (!reason && !FRONTEND_ACTIONS.has(offer.action)) {
         reason = kernelProblem ?? '';
@@ -146,7 +155,12 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
       return { action: offer.action, label: offer.label, enabled: !reason, reason };
     });
     if (card.kind === 'hang' && this._cellRunning()) {
-      buttons.unshift({ action: INTERRUPT, label: 'Interrupt the kernel', enabled: true, reason: '' });
+      buttons.unshift({
+        action: INTERRUPT,
+        label: 'Interrupt the kernel',
+        enabled: true,
+        reason: ''
+      });
     }
     return buttons;
   }
@@ -191,7 +205,10 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
   private _apply(card: ICard): boolean {
     const cell = this._targetCell(card);
     if (!cell || !card.batch_edit) {
-      setActivity(card.id, { message: 'The cell that failed is no longer in this notebook.', ok: false });
+      setActivity(card.id, {
+        message: 'The cell that failed is no longer in this notebook.',
+        ok: false
+      });
       return false;
     }
     const outcome = applyBatchEdit(cell.model, card.batch_edit);
