@@ -111,6 +111,29 @@ _CATALOG = (
         steps=("Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before PyTorch starts.",),
     ),
     Remedy(
+        "host_memory",
+        "Keep less in the machine's memory",
+        "The operating system's out-of-memory killer ends the largest process, with no error to "
+        "show: the kernel holds the data, the models and the batches in host memory.",
+        steps=(
+            "Load the data in batches (tf.data, a generator, keras.utils.PyDataset) instead of "
+            "whole NumPy arrays.",
+            "Free what earlier cells keep (del big arrays, models; gc.collect()) before training.",
+            "Lower the batch size or the shuffle/prefetch buffers: each holds batches in host "
+            "memory.",
+        ),
+    ),
+    Remedy(
+        "kernel_log",
+        "Read what the kernel left",
+        "A process that ends without a Python exception crashed in native code (a driver, a "
+        "library), called os._exit, or got a signal from outside.",
+        steps=(
+            "Look at the server's log: the kernel's last lines of output go there.",
+            "Run the cell again under %%gpuguard: the state it records may tell more.",
+        ),
+    ),
+    Remedy(
         "restart_kernel",
         "Restart the kernel",
         "After a GPU error the framework's GPU context is unusable: every later GPU call in "

@@ -114,6 +114,9 @@ def test_every_kind_has_several_variants_and_every_rule_a_negative():
         assert rule.id not in found.values(), rule.id
 
 
-def test_every_remedy_is_used_by_a_rule():
+def test_every_remedy_is_used_by_a_rule_or_a_cause_of_death():
+    from ipy_gpuguard.diagnosis.deaths import DEATHS
+
     used = {remedy for rule in ALL_RULES for remedy in rule.remedies}
+    used |= {remedy for death in DEATHS.values() for remedy in death.remedies}
     assert set(REMEDIES) == used

@@ -59,3 +59,17 @@ def test_out_of_host_memory_outranks_the_last_diagnosis():
         "Out of host memory: the OS killed the kernel",
     )
     assert "0.5 GiB" in found.why
+
+
+def test_the_causes_remedies_are_the_catalogs():
+    """Issue 21: the post-mortem was a second catalog of causes and remedies."""
+    from ipy_gpuguard.diagnosis.remedies import REMEDIES
+
+    found = post_mortem(dataclasses.replace(LAST, platform="win32", last_step_at=995.0))
+    titles = [line.split(":")[0] for line in found.remedies]
+    assert titles == [
+        REMEDIES["smaller_work"].title,
+        REMEDIES["tdr_registry"].title,
+        REMEDIES["update_driver"].title,
+    ]
+    assert "Windows TDR, 2 s by default" in found.why
