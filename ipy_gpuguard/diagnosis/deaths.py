@@ -80,9 +80,9 @@ def likely_death(
     """The likely cause from the last record: host memory first (it outranks the last
     diagnosis), then a GPU reset, then a fault the guard diagnosed."""
     rule = last_rule_id or ""
-    if host_available_bytes is not None and host_total_bytes:
-        if host_available_bytes < HOST_MEMORY_LOW * host_total_bytes:
-            return DEATHS["host_memory"]
+    available, total = host_available_bytes, host_total_bytes
+    if available is not None and total and available < HOST_MEMORY_LOW * total:
+        return DEATHS["host_memory"]
     if rule.startswith("hang.directml") or windows_step_outran_tdr:
         return DEATHS["gpu_timeout"]
     if rule.startswith("fault."):
