@@ -56,6 +56,9 @@ class GPUGuardMagics(Magics):
         self.actions_comm: ActionsComm | None = None  # in a Jupyter kernel only
         #: Cells running now, this one included: pre_run_cell counts up, post_run_cell down.
         self._depth = 0
+        #: The options the transformer checked, by their line: the cell's start takes them
+        #: instead of parsing the line again.
+        self.checked: tuple[str, GuardOptions] | None = None
 
     @magic_arguments.magic_arguments()
     @magic_arguments.argument(
@@ -276,8 +279,9 @@ class GPUGuardMagics(Magics):
             return
 
         def start() -> None:
+            checked, self.checked = self.checked, None
             try:
-                options = self.guard_options(line)
+                options = checked[1] if checked and checked[0] == line else self.guard_options(line)
             except UsageError:
                 return  # the transformer has refused the cell and IPython shows why
             assert self.shell is not None
@@ -455,7 +459,7 @@ class GuardedCellTransformer:
         if line is None:
             return lines
         try:
-            self._magics.guard_options(line, "".join(lines))
+            self._magics.checked = (line, self._magics.guard_options(line, "".join(lines)))
         except UsageError:
             raise  # a wrong option stops the cell before it runs
         except Exception:

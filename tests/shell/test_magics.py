@@ -361,3 +361,14 @@ def test_a_cell_that_finishes_after_a_slow_stretch_is_not_called_stalled(shell, 
     out = capsys.readouterr().out
     assert "still stalled" not in out
     assert re.search(r"stalled for [\d.]+ m?s at [\d.]+ m?s, then went on", out)
+
+
+def test_a_cells_options_are_parsed_once(shell, monkeypatch):
+    """Issue 21: options were parsed twice per cell (the transformer, then the cell's start)."""
+    magics = guard_magics(shell)
+    parsed = []
+    parse = magics.guard_options
+    monkeypatch.setattr(magics, "guard_options", lambda *args: parsed.append(args) or parse(*args))
+    assert run(shell, "%%gpuguard --interval 0.1 --no-panel\nx = 1").success
+    assert len(parsed) == 1
+    assert magics.session.last_run is not None
