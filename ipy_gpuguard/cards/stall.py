@@ -157,7 +157,7 @@ def hang_evidence(view: PanelView) -> tuple[str, ...]:
 
 def _position_text(stall: Stall) -> str:
     if stall.phase is None and stall.steps == 0:
-        return "The main thread has not moved: it is inside one call."
+        return _unmoved_text(stall.main_waits)
     where = f"after step {stall.steps}" if stall.steps else "before the first step"
     if stall.phase:
         where += f" of {stall.phase}"
@@ -167,6 +167,20 @@ def _position_text(stall: Stall) -> str:
     if stall.step_times:
         pace += f", the median {duration_text(statistics.median(stall.step_times))}"
     return f"Stalled {where}{pace}."
+
+
+def _unmoved_text(waits: int | None) -> str:
+    """What the main thread did at the one line it stayed on, as far as was measured."""
+    if waits is None:
+        return (
+            "The main thread has not moved: it was at the same line each time the watchdog looked."
+        )
+    if waits <= 1:
+        return "The main thread has not moved: it is inside one call."
+    return (
+        f"The main thread keeps waiting at the same line ({waits} waits so far): a loop that "
+        "makes no progress, not one long call."
+    )
 
 
 def _meaning(percent: float) -> str:

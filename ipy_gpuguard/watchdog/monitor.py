@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from . import interrupt
 from .limits import StallLimits
 from .progress import StepRecorder
-from .stacks import StackReport, main_thread_position
+from .stacks import StackReport, main_thread_position, main_thread_waits
 
 #: Interrupt stages, in order: raised in a thread, SIGINT sent, gave up (a restart is needed).
 RAISED, SIGNALLED, STUCK = "raised", "signalled", "stuck"
@@ -40,6 +40,8 @@ class Stall:
     last_step_s: float | None
     where: StackReport
     resumed_at: float | None = None
+    #: Times the main thread blocked since it last moved (``None``: not measured here).
+    main_waits: int | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,7 @@ class Watchdog:
         clock: Callable[[], float] = time.perf_counter,
         grace_s: float = 2.0,
         position: Callable[[], object] = main_thread_position,
+        waits: Callable[[], int | None] = main_thread_waits,
     ) -> None:
         self._recorder = recorder
         self.limits = limits
@@ -90,6 +93,8 @@ class Watchdog:
         self._clock = clock
         self._grace_s = grace_s
         self._position = position
+        self._waits = waits
+        self._waits_at_move: int | None = None
         self.started_at = clock()
         self._moved_at = self.started_at
         self._last_position: object = None
@@ -151,7 +156,9 @@ class Watchdog:
         position = self._position()
         if position != self._last_position:
             self._last_position, self._moved_at = position, now
+            self._waits_at_move = self._waits()
         if self.stall is not None:
+            self.stall = replace(self.stall, main_waits=self._waits_since_move())
             self._advance_interrupt(now)
             self._on_change()  # the time without progress goes on
 
@@ -176,11 +183,16 @@ class Watchdog:
                 step_times=progress.step_times[-8:],
                 last_step_s=progress.last_step_s,
                 where=self._capture_stacks(),
+                main_waits=self._waits_since_move(),
             )
             if self._interrupt_on_stall and self.interrupt is None:
                 self._raise(self.stall.where, now)
             self._on_change()
         return now + self._interval_s if self.stall is not None else last + limit
+
+    def _waits_since_move(self) -> int | None:
+        now, then = self._waits(), self._waits_at_move
+        return None if now is None or then is None else max(now - then, 0)
 
     def _raise(self, where: StackReport, now: float) -> None:
         """Raise in the thread a library runs the person's code on, else in the main thread."""

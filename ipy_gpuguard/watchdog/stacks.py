@@ -149,6 +149,24 @@ def main_thread_position() -> tuple[int, int, int] | None:
     return id(frame), frame.f_lineno, depth
 
 
+def main_thread_waits() -> int | None:
+    """How many times the main thread has blocked so far: its voluntary context switches
+    (Linux's ``/proc``); ``None`` where they cannot be read.
+
+    One long call (a sleep, a lock, a GPU wait) blocks once; a loop of short waits blocks at
+    each: what tells "inside one call" from "waiting again and again" at the same line.
+    """
+    native_id = getattr(threading.main_thread(), "native_id", None)
+    try:
+        with open(f"/proc/self/task/{native_id}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("voluntary_ctxt_switches:"):
+                    return int(line.split(":")[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 def is_users(filename: str, name_cell: CellNamer | None = None, home: str | None = None) -> bool:
     """Whether a file is the person's: a cell, or a file under the notebook's folder (``home``,
     the kernel's working directory) that is not an installed package.

@@ -372,3 +372,18 @@ def test_a_cells_options_are_parsed_once(shell, monkeypatch):
     assert run(shell, "%%gpuguard --interval 0.1 --no-panel\nx = 1").success
     assert len(parsed) == 1
     assert magics.session.last_run is not None
+
+
+def test_a_loop_of_short_waits_at_one_line_is_counted_as_such(shell):
+    """Issue 21: a loop of 0.5 s sleeps was called "inside one call"."""
+    import sys
+
+    cell = (
+        "%%gpuguard --timeout 0.5 --interval 0.05\nimport time\nfor _ in range(6): time.sleep(0.25)"
+    )
+    assert run(shell, cell).success
+    (stall,) = guard_magics(shell).session.last_run.watchdog.past_stalls
+    if sys.platform == "linux":
+        assert stall.main_waits >= 2
+    else:
+        assert stall.main_waits is None

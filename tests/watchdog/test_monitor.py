@@ -133,3 +133,38 @@ def test_an_interrupt_that_cannot_land_ends_in_the_stuck_stage(monkeypatch):
         assert dog.interrupt.stage == STUCK
     finally:
         dog.stop()
+
+
+def test_a_stall_counts_the_main_threads_waits_since_it_last_moved():
+    """Issue 21: a loop of 0.5 s sleeps was called "inside one call"."""
+    import itertools
+
+    counter = itertools.count()
+    dog, _ = watchdog(StepRecorder(), waits=lambda: next(counter))
+    dog.start()
+    try:
+        deadline = time.perf_counter() + 5
+        while (dog.stall is None or not dog.stall.main_waits) and time.perf_counter() < deadline:
+            time.sleep(0.02)
+    finally:
+        dog.stop()
+    assert dog.stall is not None
+    assert dog.stall.main_waits >= 2
+
+
+def test_the_card_says_what_the_waits_show():
+    from ipy_gpuguard.cards.stall import stall_facts
+    from ipy_gpuguard.record import PanelView, WatchView
+    from ipy_gpuguard.watchdog import ProgressSnapshot, Stall
+
+    def first_fact(waits):
+        stall = Stall(1.0, 3.0, 2.0, 0, None, (), None, StackReport(()), main_waits=waits)
+        watch = WatchView(ProgressSnapshot(steps=0, last_progress_at=1.0), 0.0, 3.0, stall)
+        view = PanelView("none", "", (), (), (), 3.0, watch=watch)
+        return stall_facts(view, stall, watch)[0]
+
+    assert first_fact(0) == "The main thread has not moved: it is inside one call."
+    assert first_fact(6).startswith("The main thread keeps waiting at the same line (6 waits")
+    assert first_fact(None) == (  # not measured: only what was seen
+        "The main thread has not moved: it was at the same line each time the watchdog looked."
+    )

@@ -109,3 +109,19 @@ def test_a_launcher_in_the_persons_folder_is_not_their_code(tmp_path, monkeypatc
 
     stack = namespace["start_ipython"](namespace["train"])
     assert [line.place for line in stack.user_frames] == ["Cell In[5]"]
+
+
+def test_the_main_threads_waits_count_each_block():
+    """What tells one long call from many short waits at the same line (issue 21)."""
+    import sys
+    import time
+
+    from ipy_gpuguard.watchdog.stacks import main_thread_waits
+
+    before = main_thread_waits()
+    if sys.platform != "linux":
+        assert before is None  # not measured: the card then says only what was seen
+        return
+    for _ in range(5):
+        time.sleep(0.01)
+    assert main_thread_waits() - before >= 5
