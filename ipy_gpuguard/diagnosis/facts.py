@@ -136,7 +136,8 @@ def message_bytes(text: str) -> int | None:
     if match is None:
         return None
     number, unit = match.group(1), match.group(2).lower()
-    return int(_locale_number(number, whole=not unit) * _BINARY_UNITS[unit])
+    size = _locale_number(number, whole=not unit) * _BINARY_UNITS[unit]
+    return int(size) if math.isfinite(size) else None  # 16 kB of digits is no size
 
 
 def _locale_number(text: str, whole: bool) -> float:

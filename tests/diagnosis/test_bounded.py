@@ -42,6 +42,17 @@ def test_the_reports_that_took_minutes_are_read_in_time():
     assert timed(("Cannot assign a device for operation " * 30_000)[:1_000_000]) < LIMIT_S  # 18 s
 
 
+def test_a_size_of_thousands_of_digits_is_no_size_and_no_crash():
+    """An allocation of 16 kB of digits overflowed the float it was read into: diagnose raised."""
+    for line in (
+        "Allocator (GPU_0_bfc) ran out of memory trying to allocate ",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ",
+    ):
+        found = diagnose(line + "1" * 16_000 + " GiB", Context())
+        assert found.kind is Kind.OUT_OF_MEMORY
+        assert "requested_bytes" not in found.facts
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     st.lists(st.sampled_from(PIECES), min_size=1, max_size=3),
