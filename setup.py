@@ -77,7 +77,8 @@ setup(
     long_description_content_type="text/markdown",
     license="BSD-3-Clause",
     packages=find_packages(include=["ipy_gpuguard", "ipy_gpuguard.*"]),
-    package_data={"ipy_gpuguard.protocol": ["schema.json"]},
+    # The packages imported lazily read their names from __init__.pyi at run time.
+    package_data={"": ["*.pyi"], "ipy_gpuguard.protocol": ["schema.json"]},
     data_files=[*SERVER_CONFIG, *lab_data_files()],
     cmdclass={"build_py": BuildWithLabExtension},
     python_requires=">=3.10",
@@ -88,6 +89,7 @@ setup(
         "traitlets>=5.9",
         "nvidia-ml-py>=12.535",
         "psutil>=5.9",
+        "lazy_loader>=0.4",
         "jupyter_server>=2.0",
     ],
     entry_points={"console_scripts": ["ipy-gpuguard = ipy_gpuguard.cli:main"]},

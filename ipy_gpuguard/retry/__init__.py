@@ -5,54 +5,8 @@ Imports neither IPython nor widgets nor a framework: a cell runs through the ``r
 the session gives, and what a card shows of a retry is built from its state in ``cards/``.
 """
 
-from .attempts import Attempt, CellRetry, RetrySetup, RunOutcome
-from .find import BatchFinding, BatchTarget, Literal, find_batch_size
-from .memory import BatchMemory, Remembered, cell_key
-from .plan import RetryRequest, failing_cell_line, plan_retry, remembered_note
-from .rewrite import Rewrite, rewrite, without_batch_size
-from .search import BatchSearch, SearchSettings, Step, Trial
-from .settings import (
-    AUTO_RETRY_RUNS,
-    DEFAULT_RUNS,
-    FIND_MAX_RUNS,
-    RetrySettings,
-    retry_settings,
-)
-from .verdict import FIXED, GAVE_UP, MEMORY_HELD, NEXT, OTHER_ERROR, decide, verdict_of
+import lazy_loader
 
-__all__ = [
-    "AUTO_RETRY_RUNS",
-    "DEFAULT_RUNS",
-    "FIND_MAX_RUNS",
-    "FIXED",
-    "GAVE_UP",
-    "MEMORY_HELD",
-    "NEXT",
-    "OTHER_ERROR",
-    "Attempt",
-    "BatchFinding",
-    "BatchMemory",
-    "BatchSearch",
-    "BatchTarget",
-    "CellRetry",
-    "Literal",
-    "Remembered",
-    "RetryRequest",
-    "RetrySettings",
-    "RetrySetup",
-    "Rewrite",
-    "RunOutcome",
-    "SearchSettings",
-    "Step",
-    "Trial",
-    "cell_key",
-    "decide",
-    "failing_cell_line",
-    "find_batch_size",
-    "plan_retry",
-    "remembered_note",
-    "retry_settings",
-    "rewrite",
-    "verdict_of",
-    "without_batch_size",
-]
+# Each name is imported from its module when first used (the names and their modules are in
+# __init__.pyi, which type checkers read): loading the extension imports only what it needs.
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -14,24 +14,36 @@ with the request's id, while the card's display is updated by its display id.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..protocol import ActionResult, LiveCards, parse_action, to_json
-from ..ui.card_render import card_html, card_text
-from .session import GuardSession
+
+if TYPE_CHECKING:
+    from .session import GuardSession
 
 TARGET = "ipy_gpuguard.actions"
 
 
 class ActionsComm:
-    """The comm target of one session; counts the open comms whose frontend renders cards."""
+    """The comm target of the extension; counts the open comms whose frontend renders cards.
 
-    def __init__(self, session: GuardSession) -> None:
-        self.session = session
+    It is registered as the extension loads, before any session is open: ``session`` opens it
+    when an action comes, and :meth:`attach` connects a session once one has opened.
+    """
+
+    def __init__(self, session: Callable[[], GuardSession]) -> None:
+        self._session = session
+        self._attached: GuardSession | None = None
         self._renderers: set[str] = set()
         self._comms: dict[str, Any] = {}
+
+    def attach(self, session: GuardSession) -> None:
+        """The session has opened: it announces its cards here and learns who renders them."""
+        self._attached = session
         session.cards.changed = self.announce
+        self._update()
 
     def offer(self) -> None:
         """Open the comm from the kernel, as the guard loads: a frontend that renders cards
@@ -56,7 +68,8 @@ class ActionsComm:
         if isinstance(renders, list) and "card" in renders:
             self._renderers.add(comm.comm_id)
         self._update()
-        comm.send(to_json(LiveCards(self.session.cards.ids())))
+        session = self._attached
+        comm.send(to_json(LiveCards(session.cards.ids() if session is not None else ())))
 
     def closed(self, comm: Any) -> None:
         self._renderers.discard(comm.comm_id)
@@ -79,13 +92,15 @@ class ActionsComm:
         name = str(data.get("action")) if isinstance(data, dict) else ""
         request = data.get("request") if isinstance(data, dict) else None
         try:
-            result = self.session.act(parse_action(data))
+            result = self._session().act(parse_action(data))
         except ValueError as error:
             result = ActionResult(name, False, str(error))
         except Exception as error:  # the comm handler must not print a traceback of the guard's
             result = ActionResult(
                 name, False, f"the guard failed ({type(error).__name__}: {error})"
             )
+        from ..ui.card_render import card_html, card_text  # imported with the first action
+
         card = result.card
         comm.send(
             to_json(
@@ -107,4 +122,5 @@ class ActionsComm:
         self._update()
 
     def _update(self) -> None:
-        self.session.frontend_renders_cards = bool(self._renderers)
+        if self._attached is not None:
+            self._attached.frontend_renders_cards = bool(self._renderers)

@@ -2,32 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..protocol import state_path
 from .comm import TARGET, ActionsComm
-from .config import configured
-from .kernel_state import KernelStateFile, kernel_id_of
+from .config import GPUGuard, configured
 from .magics import GPUGuardMagics, ShellRunner
-from .session import GuardSession
+
+if TYPE_CHECKING:
+    from .kernel_state import KernelStateFile
+    from .session import GuardSession
 
 
 def load(shell: Any) -> None:
     """Register the magics, the configurable, the cell transformer, the event hooks and, in a
-    Jupyter kernel, the comm target of the lab extension; once."""
+    Jupyter kernel, the comm target of the lab extension; once. The session opens when a
+    guarded cell or ``%gpuguard`` first needs it."""
     if _loaded_magics(shell) is not None:
         return  # loading twice is harmless
     config = configured(shell)
     kernel = getattr(shell, "kernel", None)
-    # A Jupyter kernel's shell has a kernel: its frontend can render live widgets.
-    session = GuardSession(
-        config,
-        live=kernel is not None,
-        runner=ShellRunner(shell),
-        name_cell=lambda filename: _cell_name(shell, filename),
-        state_file=_state_file() if kernel is not None else None,
+    state_file = _state_file() if kernel is not None else None
+    magics = GPUGuardMagics(
+        shell, config, lambda: _open_session(shell, config, state_file), state_file
     )
-    magics = GPUGuardMagics(shell, session)
     shell.register_magics(magics)
     shell.configurables.append(config)
     shell.input_transformers_cleanup.append(magics.transformer)
@@ -36,7 +34,7 @@ def load(shell: Any) -> None:
     shell.events.register("post_run_cell", magics.post_run_cell)
     comm_manager = getattr(kernel, "comm_manager", None)
     if comm_manager is not None:
-        magics.actions_comm = ActionsComm(session)
+        magics.actions_comm = ActionsComm(lambda: magics.session)
         comm_manager.register_target(TARGET, magics.actions_comm.opened)
         magics.actions_comm.offer()
 
@@ -47,13 +45,17 @@ def unload(shell: Any) -> None:
     if magics is None:
         return
     try:
-        magics.session.close()
+        session = magics.opened_session
+        if session is not None:
+            session.close()
+        elif magics.state_file is not None:
+            magics.state_file.remove()
     finally:
         shell.events.unregister("pre_run_cell", magics.pre_run_cell)
         shell.events.unregister("post_run_cell", magics.post_run_cell)
         shell.input_transformers_cleanup.remove(magics.transformer)
         shell.ast_transformers.remove(magics.stopper)
-        shell.configurables.remove(magics.session.config)
+        shell.configurables.remove(magics.guard_config)
         shell.configurables.remove(magics)  # Magics.__init__ added itself
         manager = shell.magics_manager
         del manager.magics["line"]["gpuguard"]
@@ -65,10 +67,26 @@ def unload(shell: Any) -> None:
             magics.actions_comm.close()
 
 
+def _open_session(shell: Any, config: GPUGuard, state_file: KernelStateFile | None) -> GuardSession:
+    """The session of a shell; a Jupyter kernel's shell has a kernel, whose frontend can render
+    live widgets."""
+    from .session import GuardSession  # the diagnosis, the retry, the widgets: imported here
+
+    return GuardSession(
+        config,
+        live=getattr(shell, "kernel", None) is not None,
+        runner=ShellRunner(shell),
+        name_cell=lambda filename: _cell_name(shell, filename),
+        state_file=state_file,
+    )
+
+
 def _state_file() -> KernelStateFile | None:
     """The state file of this kernel, named by its id (from its connection file)."""
     from ipykernel.connect import get_connection_file
     from jupyter_core.paths import jupyter_runtime_dir
+
+    from .kernel_state import KernelStateFile, kernel_id_of
 
     try:
         kernel_id = kernel_id_of(get_connection_file())

@@ -21,7 +21,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import Pretty, display
 
 from ..protocol import FIND_MAX, RETRY, Action, ActionArgs
-from ..retry import AUTO_RETRY_RUNS, DEFAULT_RUNS, FIND_MAX_RUNS, RunOutcome, retry_settings
+from ..retry import AUTO_RETRY_RUNS, DEFAULT_RUNS, FIND_MAX_RUNS, retry_settings
 from ..ui.history import HistoryTable
 from .interrupts import StopCell, held_interrupt
 from .options import (
@@ -31,10 +31,13 @@ from .options import (
     check_timeout,
     parse_device_list,
 )
-from .session import GuardSession
 
 if TYPE_CHECKING:
+    from ..retry import RunOutcome
     from .comm import ActionsComm
+    from .config import GPUGuard
+    from .kernel_state import KernelStateFile
+    from .session import GuardSession
 
 T = TypeVar("T")
 
@@ -47,9 +50,19 @@ _GUARD_BELOW_A_MAGIC = re.compile(r"\A\s*%%(?!gpuguard\b).*\n(?:.*\n)*?%%gpuguar
 class GPUGuardMagics(Magics):
     """The magics, and the shell hooks that guard a cell."""
 
-    def __init__(self, shell: Any, session: GuardSession) -> None:
+    def __init__(
+        self,
+        shell: Any,
+        config: GPUGuard,
+        open_session: Callable[[], GuardSession],
+        state_file: KernelStateFile | None = None,
+    ) -> None:
         super().__init__(shell)
-        self.session = session
+        self.guard_config = config
+        #: The kernel's state file (in a Jupyter kernel), which the session writes once open.
+        self.state_file = state_file
+        self._open_session = open_session
+        self._session: GuardSession | None = None
         self.transformer = GuardedCellTransformer(self)
         #: Stops a cell whose guard was interrupted while it started (an AST transformer).
         self.stopper = StopCell()
@@ -59,6 +72,24 @@ class GPUGuardMagics(Magics):
         #: The options the transformer checked, by their line: the cell's start takes them
         #: instead of parsing the line again.
         self.checked: tuple[str, GuardOptions] | None = None
+
+    @property
+    def session(self) -> GuardSession:
+        """The session, opened when a guarded cell or ``%gpuguard`` first needs it.
+
+        Opening it imports the diagnosis, the retry and the widgets: most of what the guard
+        costs to import, which loading the extension does not pay.
+        """
+        if self._session is None:
+            self._session = self._open_session()
+            if self.actions_comm is not None:
+                self.actions_comm.attach(self._session)
+        return self._session
+
+    @property
+    def opened_session(self) -> GuardSession | None:
+        """The session if a cell or a command has opened it."""
+        return self._session
 
     @magic_arguments.magic_arguments()
     @magic_arguments.argument(
@@ -312,6 +343,8 @@ class GPUGuardMagics(Magics):
         if raw_cell is not None and not raw_cell.strip():
             return
         depth, self._depth = self._depth, max(self._depth - 1, 0)
+        if self._session is None:
+            return  # no guarded cell has started
         raised = getattr(result, "error_in_exec", None)
         ended_with = type(raised).__name__ if raised is not None else None
         with held_interrupt() as interrupted:

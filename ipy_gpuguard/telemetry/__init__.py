@@ -3,33 +3,8 @@
 Imports neither IPython, ipywidgets nor a framework, so it is tested without a shell or a GPU.
 """
 
-from __future__ import annotations
+import lazy_loader
 
-from .backend import DeviceBackend, NoTelemetry
-from .framework import FrameworkAllocators
-from .model import (
-    AllocatorReading,
-    DeviceInfo,
-    DeviceReading,
-    DeviceSample,
-    Sample,
-    TelemetryUnavailable,
-)
-from .sampler import DevicePeak, SampleHistory, Sampler
-from .select import open_backend
-
-__all__ = [
-    "AllocatorReading",
-    "DeviceBackend",
-    "DeviceInfo",
-    "DevicePeak",
-    "DeviceReading",
-    "DeviceSample",
-    "FrameworkAllocators",
-    "NoTelemetry",
-    "Sample",
-    "SampleHistory",
-    "Sampler",
-    "TelemetryUnavailable",
-    "open_backend",
-]
+# Each name is imported from its module when first used (the names and their modules are in
+# __init__.pyi, which type checkers read): loading the extension imports only what it needs.
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -1,16 +1,8 @@
 """What the person sees: pure text/HTML renderers of the protocol's data and of the panel, and
 thin ipywidgets wrappers around them (imported by the shell only when a kernel shows them)."""
 
-from .card import CardControls, StaticCard
-from .card_render import card_bundle, card_html, card_text
-from .render import summary_html, summary_text
+import lazy_loader
 
-__all__ = [
-    "CardControls",
-    "StaticCard",
-    "card_bundle",
-    "card_html",
-    "card_text",
-    "summary_html",
-    "summary_text",
-]
+# Each name is imported from its module when first used (the names and their modules are in
+# __init__.pyi, which type checkers read): loading the extension imports only what it needs.
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -4,36 +4,8 @@ Renders nothing itself: what it finds is data (:class:`Stall`, :class:`GpuTimeou
 panel and the cards show. Imports no framework: Keras is wrapped only once the cell imported it.
 """
 
-from __future__ import annotations
+import lazy_loader
 
-from .gpu_timeout import GpuTimeout, SystemTimeoutProbe, TimeoutProbe, step_warning
-from .interrupt import WatchdogInterrupt
-from .keras_hooks import KerasHooks
-from .limits import StallLimits
-from .monitor import RAISED, SIGNALLED, STUCK, InterruptState, Stall, Watchdog
-from .progress import ProgressSnapshot, StepRecorder, heartbeat, set_active
-from .stacks import FrameLine, StackReport, ThreadStack, capture_stacks
-
-__all__ = [
-    "RAISED",
-    "SIGNALLED",
-    "STUCK",
-    "FrameLine",
-    "GpuTimeout",
-    "InterruptState",
-    "KerasHooks",
-    "ProgressSnapshot",
-    "StackReport",
-    "Stall",
-    "StallLimits",
-    "StepRecorder",
-    "SystemTimeoutProbe",
-    "ThreadStack",
-    "TimeoutProbe",
-    "Watchdog",
-    "WatchdogInterrupt",
-    "capture_stacks",
-    "heartbeat",
-    "set_active",
-    "step_warning",
-]
+# Each name is imported from its module when first used (the names and their modules are in
+# __init__.pyi, which type checkers read): loading the extension imports only what it needs.
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

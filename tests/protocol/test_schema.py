@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from functools import partial
 
 import jsonschema
 import pytest
@@ -15,7 +16,7 @@ from ipy_gpuguard.protocol import SCHEMA_VERSION, schema, to_json
 #: Every dataclass of the protocol, by the name of its definition in the schema.
 DATACLASSES = {
     cls.__name__: cls
-    for cls in vars(protocol).values()
+    for cls in map(partial(getattr, protocol), protocol.__all__)
     if isinstance(cls, type) and dataclasses.is_dataclass(cls)
 }
 

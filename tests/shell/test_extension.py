@@ -68,6 +68,33 @@ def test_loading_imports_no_framework_and_no_nvml():
     assert result.stdout.strip() == "[]"
 
 
+def test_loading_leaves_the_session_to_the_first_guarded_cell():
+    """What a session needs (the diagnosis, the retry, the cards, the widgets) is imported when
+    a guarded cell first runs, not by ``%load_ext``: most of the guard's import time."""
+    script = textwrap.dedent(
+        """
+        import sys
+        from IPython.core.interactiveshell import InteractiveShell
+        ip = InteractiveShell.instance()
+        session_modules = (
+            "ipy_gpuguard.shell.session", "ipy_gpuguard.diagnosis", "ipy_gpuguard.retry.attempts",
+            "ipy_gpuguard.cards", "ipy_gpuguard.record", "ipy_gpuguard.ui.card", "ipywidgets",
+        )
+        ip.run_line_magic("load_ext", "ipy_gpuguard")
+        print(sorted(name for name in session_modules if name in sys.modules))
+        ip.run_cell("%%gpuguard --no-panel\\nx = 1")
+        print(sorted(name for name in session_modules if name not in sys.modules))
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    after_loading, missing_after_a_cell = result.stdout.splitlines()[-2:]
+    assert after_loading == "[]"
+    assert missing_after_a_cell == "['ipywidgets']"  # a terminal shows no widgets
+
+
 def test_unload_stops_a_guard_left_running(shell):
     from ..conftest import guard_magics, guard_threads
 

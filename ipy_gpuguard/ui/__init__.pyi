@@ -1,0 +1,16 @@
+"""What the person sees: pure text/HTML renderers of the protocol's data and of the panel, and
+thin ipywidgets wrappers around them (imported by the shell only when a kernel shows them)."""
+
+from .card import CardControls, StaticCard
+from .card_render import card_bundle, card_html, card_text
+from .render import summary_html, summary_text
+
+__all__ = [
+    "CardControls",
+    "StaticCard",
+    "card_bundle",
+    "card_html",
+    "card_text",
+    "summary_html",
+    "summary_text",
+]
