@@ -1,7 +1,9 @@
 """What the guard costs, measured side by side in one run.
 
-1. Wall time of the same small Keras fit with and without ``%%gpuguard`` (interleaved runs in one
-   IPython shell, median of each; target ratio at most 1.02).
+1. Wall time of the same small Keras fit with and without ``%%gpuguard`` in one IPython shell,
+   as the median of each round's ratio (target at most 1.02) beside the ratio of the plain fit
+   run twice (the noise); and what guarding adds to a cell that does nothing (its start and
+   finish).
 2. CPU time the sampler thread uses per second of wall time, at the default and a fast interval.
 3. The cost of ``import ipy_gpuguard`` and of ``%load_ext ipy_gpuguard`` with the modules they
    import, in fresh processes (target under 150 ms, no framework).
@@ -11,6 +13,8 @@ Run with ``make bench`` (or ``.venv/bin/python bench/overhead.py``).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import statistics
 import subprocess
@@ -36,23 +40,53 @@ model.fit(x, y, batch_size=256, epochs=1, verbose=0)  # warm up: tracing, first 
 FIT = "history = model.fit(x, y, batch_size=64, epochs=3, verbose=0)\n"
 
 
-def fit_ratio(rounds: int = 9) -> tuple[float, float, float]:
+def fit_ratios(rounds: int = 21) -> tuple[float, list[float], list[float]]:
+    """Each round runs the plain fit, the same fit again, and the guarded fit, back to back
+    (in turn first); returns the plain fit's median time, the guarded over the plain, and the
+    plain again over the plain (the noise floor), per round.
+
+    The machine's speed drifts by more than the guard costs: medians of separate runs moved by
+    7% between two runs of this script. So each round's runs are divided by that round's plain
+    run, and the same fit run twice says how much of a ratio is noise.
+    """
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "ipy_gpuguard")
     assert shell.run_cell(SETUP).success
-    plain, guarded = [], []
-    pair = [(FIT, plain), ("%%gpuguard\n" + FIT, guarded)]
-    for _ in range(rounds):
-        pair.reverse()  # alternate which goes first, so order effects cancel
-        for cell, times in pair:
-            start = time.perf_counter()
-            assert shell.run_cell(cell).success
-            times.append(time.perf_counter() - start)
+    cells = [FIT, FIT + "# the same fit again\n", "%%gpuguard\n" + FIT]
+    took: dict[str, list[float]] = {cell: [] for cell in cells}
+    for round_ in range(rounds):
+        for cell in cells[round_ % 3 :] + cells[: round_ % 3]:
+            with contextlib.redirect_stdout(io.StringIO()):  # the guard's summary line
+                start = time.perf_counter()
+                assert shell.run_cell(cell).success
+                took[cell].append(time.perf_counter() - start)
+    plain, again, guarded = (took[cell] for cell in cells)
     return (
         statistics.median(plain),
-        statistics.median(guarded),
-        statistics.median(guarded) / statistics.median(plain),
+        [g / p for p, g in zip(plain, guarded, strict=True)],
+        [a / p for p, a in zip(plain, again, strict=True)],
     )
+
+
+def quartiles(ratios: list[float]) -> str:
+    low, median, high = statistics.quantiles(ratios, n=4)
+    return f"{median:.3f} (quartiles {low:.3f}-{high:.3f})"
+
+
+def cell_start_and_finish_ms(rounds: int = 31) -> float:
+    """What guarding adds to a cell that does nothing: its start and its finish, in ms."""
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "ipy_gpuguard")
+    extra = []
+    for _ in range(rounds):
+        took = []
+        for cell in ("x = 1", "%%gpuguard\nx = 1"):
+            with contextlib.redirect_stdout(io.StringIO()):
+                start = time.perf_counter()
+                shell.run_cell(cell)
+                took.append(time.perf_counter() - start)
+        extra.append((took[1] - took[0]) * 1000)
+    return statistics.median(extra)
 
 
 def sampler_cpu_per_wall_second(interval_s: float, seconds: float = 5.0) -> float:
@@ -92,10 +126,11 @@ def import_cost_ms(statement: str, repeats: int = 5) -> tuple[float, str]:
 
 
 def main() -> None:
-    plain, guarded, ratio = fit_ratio()
-    print(
-        f"Keras fit, median of 9 interleaved runs: plain {plain:.3f} s, guarded {guarded:.3f} s, ratio {ratio:.3f} (target <= 1.02)"
-    )
+    plain, guarded, again = fit_ratios()
+    print(f"Keras fit, plain: {plain:.3f} s (median of 21 rounds)")
+    print(f"  guarded over plain, per round: {quartiles(guarded)} (target <= 1.02)")
+    print(f"  the same plain fit over plain, per round (noise): {quartiles(again)}")
+    print(f"a guarded cell's start and finish: {cell_start_and_finish_ms():.1f} ms (median of 31)")
     for interval in (0.5, 0.1):
         share = sampler_cpu_per_wall_second(interval)
         print(

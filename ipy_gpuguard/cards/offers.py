@@ -13,8 +13,10 @@ from ..protocol import (
     FIND_MAX,
     RESTART_AND_RUN_TO_HERE,
     RETRY,
+    Action,
     ActionOffer,
     BatchEdit,
+    Card,
     RetryState,
     RetryVerdict,
 )
@@ -121,3 +123,25 @@ def _why_not_search(
 
 def _retry_label(size: int | None) -> str:
     return f"Retry with batch size {size}" if size is not None else "Retry with a smaller batch"
+
+
+def refusal(card: Card | None, action: Action, can_retry: bool, live_cards: int) -> str | None:
+    """Why ``action`` cannot run on ``card`` now, in a sentence; ``None`` when it can.
+
+    ``card`` is ``None`` when it can no longer act (only the last ``live_cards`` do);
+    ``can_retry``: the card holds a retry that no attempt is running now.
+    """
+    if card is None:
+        return (
+            f"this card can no longer act: only the last {live_cards} cards do; run the cell again"
+        )
+    offer = next((o for o in card.actions if o.action == action.action), None)
+    if offer is None:
+        return f"{action.action} is not offered on this card ({card.title})"
+    if action.action == RETRY and action.args.batch_size is not None:
+        return None if can_retry else offer.reason
+    if not offer.enabled:
+        return offer.reason
+    if action.action == RETRY and offer.batch_size is None:
+        return "the search is over; name a size, like %gpuguard retry 16"
+    return None

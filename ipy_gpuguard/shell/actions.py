@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..cards import CardParts, attempt_text, reclaim_of, reclaim_text, with_parts
+from ..cards.offers import refusal
 from ..protocol import (
     FIND_MAX,
     FREE_MEMORY,
@@ -165,11 +166,10 @@ class CardActions:
         """Why ``action`` cannot run now, in a sentence; ``None`` when it can."""
         live = self._cards.get(action.card)
         if live is None:
-            return (
-                f"this card can no longer act: only the last {MAX_LIVE_CARDS} cards do; run the "
-                "cell again"
-            )
-        return _refusal(live, action)
+            return refusal(None, action, False, MAX_LIVE_CARDS)
+        request = live.parts.request
+        can_retry = request is not None and request.retry is not None and not live.parts.running
+        return refusal(live.card, action, can_retry, MAX_LIVE_CARDS)
 
     def freeze_all(self) -> None:
         """Unloading: every card keeps its lasting form and releases its widgets."""
@@ -182,19 +182,3 @@ class CardActions:
 def _offered_size(live: LiveCard) -> int | None:
     offer = next((o for o in live.card.actions if o.action == RETRY), None)
     return offer.batch_size if offer is not None else None
-
-
-def _refusal(live: LiveCard, action: Action) -> str | None:
-    """Why ``action`` cannot run on this card now; ``None`` when it can."""
-    card = live.card
-    offer = next((o for o in card.actions if o.action == action.action), None)
-    if offer is None:
-        return f"{action.action} is not offered on this card ({card.title})"
-    if action.action == RETRY and action.args.batch_size is not None:
-        retry = live.parts.request.retry if live.parts.request else None
-        return None if retry is not None and not live.parts.running else offer.reason
-    if not offer.enabled:
-        return offer.reason
-    if action.action == RETRY and offer.batch_size is None:
-        return "the search is over; name a size, like %gpuguard retry 16"
-    return None
