@@ -10,6 +10,7 @@ from ..diagnosis.facts import FACT_LABELS, fact_text
 from ..protocol import (
     FREE_MEMORY,
     NO_WORDS,
+    RETRY,
     ActionOffer,
     Card,
     CardRemedy,
@@ -18,13 +19,21 @@ from ..protocol import (
     Fact,
     Link,
     Reclaim,
+    RetryState,
 )
 from ..record import PanelView, Reclaimed
 from ..retry import RetryRequest
 from ..watchdog import Stall
 from .offers import batch_edit, retry_actions, retry_state
 from .stall import action_lines, ended_stall_lines, stall_facts, stall_title, where_lines
-from .words import attempt_words, edit_text, offer_lines, reclaim_text, verdict_lines
+from .words import (
+    attempt_words,
+    batch_remedy_steps,
+    edit_text,
+    offer_lines,
+    reclaim_text,
+    verdict_lines,
+)
 
 #: What a card shows while the failure's memory is being freed, just after it appeared.
 PENDING = Reclaim(pending=True, freed_bytes=None, held_bytes=None, frames_cleared=0)
@@ -112,14 +121,28 @@ def with_parts(card: Card, parts: CardParts) -> Card:
     if parts.can_free_memory and any(r.action == FREE_MEMORY for r in card.remedies):
         reason = "an action is running" if parts.running else ""
         actions += (ActionOffer(FREE_MEMORY, "Free GPU memory", None, not parts.running, reason),)
+    retry = retry_state(request, parts.running) if request is not None else None
     changed = replace(
         card,
         reclaimed=parts.reclaimed,
-        retry=retry_state(request, parts.running) if request is not None else None,
+        retry=retry,
+        remedies=_following_the_retry(card.remedies, retry) if retry is not None else card.remedies,
         batch_edit=batch_edit(request, card.cell_id) if request is not None else None,
         actions=actions,
     )
     return replace(changed, words=words_of(changed))
+
+
+def _following_the_retry(
+    remedies: tuple[CardRemedy, ...], retry: RetryState
+) -> tuple[CardRemedy, ...]:
+    """The remedy a retry carries out says the size the retry tries or found, not the estimate."""
+    steps = batch_remedy_steps(retry)
+    if steps is None:
+        return remedies
+    return tuple(
+        replace(remedy, steps=steps) if remedy.action == RETRY else remedy for remedy in remedies
+    )
 
 
 def words_of(card: Card) -> CardWords:

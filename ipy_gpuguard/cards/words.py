@@ -18,6 +18,7 @@ from ..protocol import (
     RetryVerdict,
 )
 from ..retry.search import MAX_JUMP_DOWN
+from ..retry.verdict import FIXED, MEMORY_HELD, NEXT
 from ..telemetry.units import format_bytes
 
 #: Said once, before the first attempt: a retry is not a resume.
@@ -202,3 +203,29 @@ def _restart_lines(
         f"  2. Change the batch size: {change}.",
         "  3. Run the cells above this one, then this one.",
     )
+
+
+def batch_remedy_steps(retry: RetryState) -> tuple[str, ...] | None:
+    """The smaller-batch remedy's step once the retry knows more than the diagnosis' estimate
+    (the catalog's step quotes the estimate, which a measured size or the offer overrules);
+    ``None`` when it does not."""
+    verdict = retry.verdict
+    if verdict is None:
+        size = retry.offer.batch_size
+        if size is None:
+            return None
+        return (f"Lower batch_size in the cell to {size}, what a retry tries first, and run it.",)
+    if verdict.batch_size is None:
+        return None
+    if verdict.state == FIXED:
+        return (
+            f"Keep batch size {verdict.batch_size} in the cell: a retry measured that it fits.",
+        )
+    if verdict.state == NEXT:
+        return (f"Lower batch_size in the cell to {verdict.batch_size}, the next size to try.",)
+    if verdict.state == MEMORY_HELD:
+        return (
+            f"Restart the kernel, then run the cell with batch size {verdict.batch_size}: the "
+            "memory of the failure did not come back in this one.",
+        )
+    return None

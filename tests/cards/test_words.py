@@ -106,3 +106,20 @@ def test_an_attempt_that_failed_for_another_reason_says_which():
     assert attempt_words(failed, None).line == (
         "batch size 64: failed, not for memory (ValueError: bad shape)"
     )
+
+
+def test_the_smaller_batch_remedy_follows_the_retry_not_the_estimate():
+    """The remedy said "a batch under 1% of the current batch should fit" beside "Retry with
+    batch size 96", which fitted."""
+    request, build = card(fits_below=100, peak_bytes=None)
+    (remedy,) = [remedy for remedy in build().remedies if remedy.action == "retry"]
+    offered = request.offer.batch_size
+    assert remedy.steps == (
+        f"Lower batch_size in the cell to {offered}, what a retry tries first, and run it.",
+    )
+    request.retry.attempt(offered)
+    (remedy,) = [remedy for remedy in build().remedies if remedy.action == "retry"]
+    assert remedy.steps == (
+        f"Keep batch size {offered} in the cell: a retry measured that it fits.",
+    )
+    assert "should fit" not in card_text(build())
