@@ -10,6 +10,7 @@ which a retry sets in the namespace instead.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -76,17 +77,42 @@ def find_batch_size(
     failing_line
         The cell's line the error came from: among several batch sizes, the one used there.
     """
+    return read_batch_sizes(cell, batch_var).at(failing_line)
+
+
+@dataclass(frozen=True)
+class BatchSizes:
+    """Every batch size a cell hands to a call, with the lines of that call, in the cell's
+    order; ``otherwise``: the finding when it hands none."""
+
+    uses: tuple[tuple[BatchTarget, range], ...]
+    otherwise: BatchFinding
+    accumulation: Literal | None = None
+
+    def at(self, failing_line: int | None) -> BatchFinding:
+        """The batch size used on the failing line, else the cell's first."""
+        if not self.uses:
+            return self.otherwise
+        at_failure = [target for target, lines in self.uses if failing_line in lines]
+        target = at_failure[0] if at_failure else self.uses[0][0]
+        return BatchFinding(target, accumulation=self.accumulation)
+
+
+@functools.lru_cache(maxsize=16)
+def read_batch_sizes(cell: str, batch_var: str | None = None) -> BatchSizes:
+    """Read the cell's syntax once: the guard asks when the cell starts (for its remembered
+    size, and an --auto-retry cell's check) and again with the failing line when it fails."""
     source = CellSource(cell)
     tree = source.parse()
     if isinstance(tree, str):
-        return BatchFinding(None, tree)
+        return BatchSizes((), BatchFinding(None, tree))
     bindings = _Bindings(tree, source)
     accumulation = _accumulation(tree, source, bindings)
     if batch_var is not None:
         target = bindings.target(batch_var, f"--batch-var {batch_var}", None)
         if isinstance(target, str):
-            return BatchFinding(None, target, accumulation=accumulation)
-        return BatchFinding(target, accumulation=accumulation)
+            return BatchSizes((), BatchFinding(None, target, accumulation=accumulation))
+        return BatchSizes((), BatchFinding(target, accumulation=accumulation))
     found: dict[BatchTarget, range] = {}
     unreadable = []
     scopes: dict[ast.AST, _Bindings] = {tree: bindings}
@@ -99,8 +125,15 @@ def find_batch_size(
         else:
             found.setdefault(target, lines)
     if found:
-        at_failure = [target for target, lines in found.items() if failing_line in lines]
-        return BatchFinding((at_failure or list(found))[0], accumulation=accumulation)
+        return BatchSizes(tuple(found.items()), BatchFinding(None), accumulation)
+    return BatchSizes((), _none_handed(bindings, unreadable, accumulation))
+
+
+def _none_handed(
+    bindings: _Bindings, unreadable: list[str], accumulation: Literal | None
+) -> BatchFinding:
+    """The finding of a cell that hands no batch size to a call: one variable named like one,
+    or why there is none to change."""
     candidates = bindings.batch_named_literals()
     if len(candidates) == 1:
         return BatchFinding(candidates[0], accumulation=accumulation)

@@ -139,3 +139,30 @@ def test_a_real_keras_oom_with_and_without_xla_in_a_fresh_process(tmp_path, jit_
         assert incident["facts"]["device"] == "CPU:0"
     assert "Freed " in card  # the allocator was measured before and after freeing
     assert "Out of CPU memory" in card
+
+
+def test_a_failing_auto_retry_cell_is_read_for_its_batch_size_once(
+    shell, monkeypatch, capsys, tmp_path
+):
+    """The batch size was found three times per cell: its option check, its start (the
+    remembered size) and its failure."""
+    from ipy_gpuguard.retry import find
+
+    cell = (
+        "%%gpuguard --auto-retry 1\nBATCH = 512\n"
+        "if BATCH > 64:\n    raise RuntimeError('CUDA out of memory. Tried to allocate 2.00 GiB')\n"
+    )
+    read = []
+    bindings = find._Bindings
+
+    def reading(tree, source, parent=None):
+        if parent is None:  # the cell's own scope: one reading of the cell
+            read.append(source.text)
+        return bindings(tree, source, parent)
+
+    monkeypatch.setattr(find, "_Bindings", reading)
+    memory = tmp_path / "batch-sizes.json"  # the cell's start reads it for a remembered size
+    shell.run_line_magic("config", f"GPUGuard.batch_memory = {str(memory)!r}")
+    shell.run_cell(cell)
+    assert "Retry: batch size" in capsys.readouterr().out  # the card offered a size
+    assert read.count(cell) == 1
