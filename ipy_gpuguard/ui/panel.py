@@ -30,7 +30,9 @@ class _DeviceRow:
     def __init__(self, info: DeviceInfo) -> None:
         self.info = info
         self.label = widgets.HTML()
-        self.bar = widgets.FloatProgress(min=0.0, max=1.0, layout=widgets.Layout(width="100%"))
+        # As wide as the panel: a width of 100% plus the widget's margin overflowed it, and
+        # every live panel had a horizontal scrollbar.
+        self.bar = widgets.FloatProgress(min=0.0, max=1.0, layout=widgets.Layout(width="auto"))
         self.stats = widgets.HTML()
         self.chart = widgets.HTML()
         self.box = widgets.VBox([self.label, self.bar, self.stats, self.chart])

@@ -319,6 +319,14 @@ def test_7_interrupt_on_a_live_hang_card_stops_the_stuck_cell(fresh_page, lab):
     interrupt = cell(page, 1).locator(f"{CARD} button[data-action=interrupt]")
     interrupt.wait_for(timeout=60_000)
     assert "No progress for" in cell(page, 1).locator(CARD).inner_text()
+    # Issue 21: every live panel had a horizontal scrollbar (its bar was 100% wide plus margins).
+    overflowing = page.evaluate(
+        """() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')[1]
+            .querySelectorAll('.jp-OutputArea-output, .jp-OutputArea-output *')]
+            .filter(output => output.scrollWidth > output.clientWidth)
+            .map(output => `${output.className} ${getComputedStyle(output).overflowX} ${output.scrollWidth} > ${output.clientWidth}`)"""
+    )
+    assert overflowing == []
     shoot(page, "7-hang-card")
     interrupt.click()
     page.wait_for_function(  # the cell, not the kernel's status: see renderer.ts
