@@ -59,7 +59,8 @@ def test_the_wheel_carries_the_lab_extension_and_the_server_config(wheel):
     assert "ipy_gpuguard/protocol/schema.json" in names
     # The rooms imported lazily read their names from their stubs at run time.
     lazy = {path.parent.name for path in (ROOT / "ipy_gpuguard").glob("*/__init__.pyi")}
-    assert lazy and all(f"ipy_gpuguard/{room}/__init__.pyi" in names for room in lazy)
+    assert lazy
+    assert all(f"ipy_gpuguard/{room}/__init__.pyi" in names for room in lazy)
 
 
 def test_jupyter_lists_both_extensions_enabled_once_installed(wheel, tmp_path):

@@ -42,6 +42,7 @@ from .card import (
 )
 from .encode import SCHEMA_VERSION, schema, to_json
 from .meter import KernelShare, MeterDevice, MeterReading
+from .panel import LIVE_PANEL_METADATA, LivePanel
 from .state import (
     DeviceState,
     KernelState,
@@ -59,6 +60,7 @@ __all__ = [
     "FIND_MAX",
     "FREE_MEMORY",
     "FRONTEND_ACTIONS",
+    "LIVE_PANEL_METADATA",
     "NO_WORDS",
     "RESTART_AND_RUN_TO_HERE",
     "RETRY",
@@ -80,6 +82,7 @@ __all__ = [
     "KernelState",
     "Link",
     "LiveCards",
+    "LivePanel",
     "MeterDevice",
     "MeterReading",
     "PostMortem",

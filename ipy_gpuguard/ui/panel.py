@@ -16,6 +16,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from ..protocol import LIVE_PANEL_METADATA, LivePanel, to_json
 from ..record import PanelView, bar_style, device_fraction, device_series
 from ..telemetry import DeviceInfo
 from . import render, watch_render
@@ -126,8 +127,12 @@ class MemoryPanel:
         ):
             close_with_parts(widget)
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.widget._repr_mimebundle_(**kwargs)
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        """The widget's view, marked live: a frontend that sees the kernel die shows the
+        mark's words instead (the summary that replaces the panel when the cell ends has no
+        mark)."""
+        mark = to_json(LivePanel(render.STOPPED_BY_DEATH_TEXT))
+        return self.widget._repr_mimebundle_(**kwargs), {LIVE_PANEL_METADATA: mark}
 
 
 def close_with_parts(widget: widgets.Widget) -> None:

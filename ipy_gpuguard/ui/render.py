@@ -19,6 +19,13 @@ _CHART_WIDTH, _CHART_HEIGHT = 240, 36
 _DEVICE_COLOUR, _ALLOCATOR_COLOUR = "#1976d2", "#7b1fa2"
 
 
+#: What a live panel becomes when its kernel dies while the cell runs (the frontend shows it).
+STOPPED_BY_DEATH_TEXT = (
+    "ipy_gpuguard · stopped: the kernel died while this cell ran, and its live panel with it; "
+    "what the kernel last recorded is in the notification."
+)
+
+
 def title_text(view: PanelView) -> str:
     state = "finished" if view.finished else "running"
     return f"ipy_gpuguard · {state} · {view.elapsed_s:.1f} s · {view.source_summary}"

@@ -1,10 +1,11 @@
 import { Dialog, Notification, showDialog } from '@jupyterlab/apputils';
+import { CodeCell } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelAPI } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
 import { requestAPI } from './api';
-import { IPostMortem } from './protocol';
+import { ILivePanel, IPostMortem, LIVE_PANEL_METADATA } from './protocol';
 import { formatBytes } from './units';
 
 /**
@@ -18,6 +19,7 @@ export function watchKernelDeaths(tracker: INotebookTracker): void {
     panel.sessionContext.statusChanged.connect((context, status) => {
       const kernel = context.session?.kernel;
       if (status === 'autorestarting' || status === 'dead') {
+        stopLivePanels(panel);
         if (kernel && reported !== kernel.id) {
           reported = kernel.id;
           void report(panel, kernel);
@@ -27,6 +29,29 @@ export function watchKernelDeaths(tracker: INotebookTracker): void {
       }
     });
   });
+}
+
+/**
+ * Replace each live panel of the notebook by the words its mark carries: its kernel died, so
+ * nothing will freeze it, and its widgets are gone.
+ */
+export function stopLivePanels(panel: NotebookPanel): void {
+  for (const cell of panel.content.widgets) {
+    if (!(cell instanceof CodeCell)) {
+      continue;
+    }
+    const outputs = cell.model.outputs;
+    for (let index = 0; index < outputs.length; index++) {
+      const mark = outputs.get(index).metadata[LIVE_PANEL_METADATA] as ILivePanel | undefined;
+      if (mark && typeof mark.stopped_text === 'string') {
+        outputs.set(index, {
+          output_type: 'display_data',
+          data: { 'text/plain': mark.stopped_text },
+          metadata: {}
+        });
+      }
+    }
+  }
 }
 
 async function report(panel: NotebookPanel, kernel: Kernel.IKernelConnection): Promise<void> {

@@ -188,6 +188,14 @@ export interface ILiveCards {
   cards: string[];
 }
 
+/** The mark of a live panel in its display's metadata (key: LIVE_PANEL_METADATA). */
+export interface ILivePanel {
+  version: number;
+  stopped_text: string;
+}
+
+export const LIVE_PANEL_METADATA = 'ipy_gpuguard_live_panel';
+
 export interface IMeterDevice {
   index: number;
   name: string;

@@ -290,6 +290,11 @@ def test_6_a_kernel_that_dies_gets_a_post_mortem_naming_its_cell(fresh_page, lab
     finally:
         shoot(page, "6-died")
     assert "import os, time" in toast.inner_text()  # the cell's first line names it
+    # Issue 21: the live panel stayed "running", its widgets broken images, after the death.
+    outputs = cell(page, 1).locator(".jp-OutputArea")
+    outputs.get_by_text("stopped: the kernel died while this cell ran").wait_for()
+    assert "running" not in outputs.inner_text()
+    assert outputs.locator(".jupyter-widgets").count() == 0
     restarting = page.locator(".jp-Dialog", has_text="Kernel Restarting")
     restarting.locator(".jp-mod-accept").click()  # Lab's own dialog covers the page
     restarting.wait_for(state="detached")

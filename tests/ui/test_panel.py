@@ -2,9 +2,11 @@ from __future__ import annotations
 
 import ipywidgets.widgets.widget as widget_module
 
+from ipy_gpuguard.protocol import LIVE_PANEL_METADATA
 from ipy_gpuguard.ui.panel import MemoryPanel
 from ipy_gpuguard.ui.summary import PanelSummary
 
+from ..protocol.validate import assert_valid
 from .test_render import GIB, T4, view
 
 
@@ -67,10 +69,14 @@ def test_close_leaves_no_widget_behind():
     assert len(widget_module._instances) == before
 
 
-def test_panel_bundle_is_a_widget_view_and_summary_is_static():
+def test_panel_bundle_is_a_widget_view_marked_live_and_summary_is_static():
     panel = MemoryPanel((T4,))
-    bundle = panel._repr_mimebundle_()
+    bundle, metadata = panel._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
+    # What a frontend shows instead once the kernel died (the summary comes with no mark).
+    mark = metadata[LIVE_PANEL_METADATA]
+    assert_valid("LivePanel", mark)
+    assert mark["stopped_text"].startswith("ipy_gpuguard · stopped: the kernel died")
     panel.close()
     summary = PanelSummary(view())._repr_mimebundle_()
     assert set(summary) == {"text/plain", "text/html"}
