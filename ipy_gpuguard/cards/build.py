@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..diagnosis import Diagnosis, Remedy
+from ..diagnosis import Diagnosis, Kind, Remedy
 from ..diagnosis.facts import FACT_LABELS, fact_text
 from ..protocol import (
     FREE_MEMORY,
@@ -23,9 +23,16 @@ from ..protocol import (
 )
 from ..record import PanelView, Reclaimed
 from ..retry import RetryRequest
-from ..watchdog import Stall
+from ..watchdog import HangEvidence, Stall
 from .offers import batch_edit, retry_actions, retry_state
-from .stall import action_lines, ended_stall_lines, stall_facts, stall_title, where_lines
+from .stall import (
+    action_lines,
+    ended_stall_lines,
+    hang_lines,
+    stall_facts,
+    stall_title,
+    where_lines,
+)
 from .words import (
     attempt_words,
     batch_remedy_steps,
@@ -56,8 +63,10 @@ def base_card(
     notes: tuple[str, ...],
     cell_id: str | None,
     execution_count: int | None,
+    hang: HangEvidence | None = None,
 ) -> Card:
-    """The card's fixed part: what the diagnosis found."""
+    """The card's fixed part: what the diagnosis found, and for a hang what the watchdog saw."""
+    hang_evidence = hang_lines(hang) if hang is not None and diagnosis.kind is Kind.HANG else ()
     return Card(
         id=card_id,
         kind=diagnosis.kind.value,
@@ -67,7 +76,7 @@ def base_card(
         error_type=diagnosis.error_type,
         matched=diagnosis.matched,
         facts=facts_of(diagnosis),
-        evidence=diagnosis.evidence,
+        evidence=diagnosis.evidence + hang_evidence,
         remedies=tuple(card_remedy(remedy) for remedy in diagnosis.remedies),
         notes=notes,
         chart=chart,
@@ -97,7 +106,7 @@ def hang_card(
         kind="hang",
         rule_id="hang.watchdog.stalled",
         title=stall_title(watch, stall),
-        summary=" ".join(stall_facts(view, stall, watch)),
+        summary=" ".join(stall_facts(stall, view.gpus_during(stall))),
         error_type="",
         matched="",
         facts=(),

@@ -10,7 +10,15 @@ import statistics
 from ..diagnosis import REMEDIES
 from ..diagnosis.remedies import STEP_TIMEOUT_REMEDIES
 from ..record import PanelView, WatchView
-from ..watchdog import RAISED, SIGNALLED, STUCK, Stall, ThreadStack
+from ..watchdog import (
+    RAISED,
+    SIGNALLED,
+    STUCK,
+    GpuDuringStall,
+    HangEvidence,
+    Stall,
+    ThreadStack,
+)
 from ..watchdog.judgement import BUSY, IDLE, gpu_state
 
 _MEANINGS = {
@@ -31,10 +39,11 @@ def stall_title(watch: WatchView, stall: Stall | None = None) -> str:
     stall = stall or watch.stall
     assert stall is not None
     until = stall.resumed_at if stall.resumed_at is not None else watch.now
-    return (
-        f"No progress for {duration_text(until - stall.started_at)} "
-        f"(limit {duration_text(stall.limit_s)})"
-    )
+    return _no_progress_text(until - stall.started_at, stall.limit_s)
+
+
+def _no_progress_text(stalled_s: float, limit_s: float) -> str:
+    return f"No progress for {duration_text(stalled_s)} (limit {duration_text(limit_s)})"
 
 
 def stall_ending(view: PanelView) -> str:
@@ -58,31 +67,20 @@ def ended_stall_lines(view: PanelView, stall: Stall) -> list[str]:
     return [ending[0].upper() + ending[1:] + "."]
 
 
-def stall_facts(view: PanelView, stall: Stall, watch: WatchView) -> list[str]:
+def stall_facts(stall: Stall, gpus: tuple[GpuDuringStall, ...]) -> list[str]:
     """When the stall began, the pace before it, and what the GPU did during it."""
     lines = [_position_text(stall)]
-    for index, percent in sorted(
-        view.utilisation_since(watch.elapsed_at(stall.started_at)).items()
-    ):
-        if view.simulated(index):  # a simulated figure proves nothing about a real GPU
-            lines.append(f"GPU {index} utilisation during the stall: {percent:.0f}% (simulated)")
+    for gpu in gpus:
+        percent = gpu.utilisation_percent
+        if gpu.simulated:  # a simulated figure proves nothing about a real GPU
+            lines.append(
+                f"GPU {gpu.index} utilisation during the stall: {percent:.0f}% (simulated)"
+            )
         else:
             lines.append(
-                f"GPU {index} utilisation during the stall: {percent:.0f}%{_meaning(percent)}"
+                f"GPU {gpu.index} utilisation during the stall: {percent:.0f}%{_meaning(percent)}"
             )
     return lines
-
-
-def stall_gpu_state(view: PanelView) -> str | None:
-    """``busy`` or ``idle`` when every real GPU watched agreed during the stall; else ``None``."""
-    watch = view.watch
-    if watch is None or watch.stall is None:
-        return None
-    readings = view.utilisation_since(watch.elapsed_at(watch.stall.started_at))
-    states = {
-        gpu_state(percent) for index, percent in readings.items() if not view.simulated(index)
-    }
-    return states.pop() if len(states) == 1 else None
 
 
 def where_lines(threads: tuple[ThreadStack, ...]) -> list[str]:
@@ -133,25 +131,22 @@ def action_lines(watch: WatchView) -> list[str]:
     ]
 
 
-def hang_evidence(view: PanelView) -> tuple[str, ...]:
-    """Lines for a hang's diagnosis: the last step times before the failure, and the stall."""
-    watch = view.watch
-    if watch is None:
-        return ()
+def hang_lines(evidence: HangEvidence) -> tuple[str, ...]:
+    """A hang's evidence in words: the last step times before the failure, and the stall."""
     lines = []
-    times = watch.stall.step_times if watch.stall else watch.progress.step_times[-8:]
-    if times:
+    if evidence.step_times:
         lines.append(
             "Last step times before the failure: "
-            + ", ".join(duration_text(seconds) for seconds in times)
+            + ", ".join(duration_text(seconds) for seconds in evidence.step_times)
             + "."
         )
-    if watch.stall is not None:
-        lines.append(f"{stall_title(watch)}.")
-        lines += stall_facts(view, watch.stall, watch)
-        lines += where_lines(watch.stall.where.threads)
-    if watch.step_warning:
-        lines.append(watch.step_warning)
+    stall = evidence.stall
+    if stall is not None and evidence.stalled_s is not None:
+        lines.append(f"{_no_progress_text(evidence.stalled_s, stall.limit_s)}.")
+        lines += stall_facts(stall, evidence.gpus)
+        lines += where_lines(stall.where.threads)
+    if evidence.step_warning:
+        lines.append(evidence.step_warning)
     return tuple(lines)
 
 

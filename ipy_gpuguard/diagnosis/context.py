@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 
+from ..watchdog import HangEvidence
 from .model import Kind
 
 #: Environment variables that bear on GPU failures, the only ones a diagnosis (and so the
@@ -60,14 +61,12 @@ class Context:
     previous_kind
         The kind of this session's previous failure: an illegal address right after an
         out-of-memory error is its consequence.
-    hang_evidence
-        The watchdog's lines on the cell: the last step times, a stall and where it was.
+    hang
+        What the watchdog saw of the cell: the last step times, a stall, where it was and what
+        the GPUs did during it (the card words it).
     watchdog_interrupted
         The watchdog interrupted the cell (``--on-hang interrupt``): an interrupt that ends
         it is the watchdog's, not the person's.
-    stall_gpu_state
-        What the real GPUs did during a stall: ``busy`` (one long kernel), ``idle`` (waiting
-        for input), or ``None`` (no stall, no real GPU, or no agreement).
     """
 
     log_lines: tuple[str, ...] = ()
@@ -78,9 +77,8 @@ class Context:
     memory_growth: bool | None = None
     xla: bool | None = None
     environment: Mapping[str, str] = field(default_factory=dict)
-    hang_evidence: tuple[str, ...] = ()
+    hang: HangEvidence | None = None
     watchdog_interrupted: bool = False
-    stall_gpu_state: str | None = None
 
     @classmethod
     def of_this_process(cls) -> Context:

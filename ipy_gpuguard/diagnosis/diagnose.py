@@ -55,8 +55,6 @@ def diagnose(error: BaseException | str, context: Context | None = None) -> Diag
     evidence: list[str] = []
     if rule.kind is Kind.OUT_OF_MEMORY:
         evidence += memory_evidence(facts, context)
-    if rule.kind is Kind.HANG:
-        evidence += context.hang_evidence
     evidence += _settings_evidence(rule, context)
     return Diagnosis(
         rule_id=rule.id,
@@ -172,7 +170,7 @@ def _remedies(rule: Rule, facts: dict[str, FactValue], context: Context) -> tupl
     if rule.kind is Kind.OUT_OF_MEMORY and context.xla and "xla_off" not in order:
         order.append("xla_off")
     if rule.kind is Kind.HANG:
-        order = _follow_the_stall(order, context.stall_gpu_state)
+        order = _follow_the_stall(order, context.hang.gpu_state if context.hang else None)
     return tuple(resolved(remedy_id, fields, context.gpu_initialised) for remedy_id in order)
 
 

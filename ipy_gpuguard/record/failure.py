@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ..diagnosis import DeviceMemory
 from ..telemetry.framework import FrameworkSettings
+from ..watchdog import HangEvidence
 from .view import PanelView
 
 
@@ -23,9 +24,8 @@ class FailedRun:
     read_allocator: Callable[[], int | None]
     allocator_baseline_bytes: int | None
     settings: FrameworkSettings
-    hang_evidence: tuple[str, ...] = ()
+    hang: HangEvidence | None = None
     watchdog_interrupted: bool = False
-    stall_gpu_state: str | None = None
 
 
 @dataclass(frozen=True)

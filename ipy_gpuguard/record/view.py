@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ..protocol import DeviceSeries
 from ..telemetry import DeviceInfo, DevicePeak, DeviceSample, Sample
-from ..watchdog import InterruptState, ProgressSnapshot, Stall
+from ..watchdog import GpuDuringStall, HangEvidence, InterruptState, ProgressSnapshot, Stall
 
 #: Fractions of device memory at which a bar turns amber, then red.
 WARNING_FRACTION = 0.85
@@ -71,6 +71,32 @@ class PanelView:
 
     def simulated(self, index: int) -> bool:
         return any(info.simulated for info in self.devices if info.index == index)
+
+    def gpus_during(self, stall: Stall) -> tuple[GpuDuringStall, ...]:
+        """Each device's mean utilisation from the stall's start on."""
+        assert self.watch is not None
+        since = self.watch.elapsed_at(stall.started_at)
+        return tuple(
+            GpuDuringStall(index, percent, self.simulated(index))
+            for index, percent in sorted(self.utilisation_since(since).items())
+        )
+
+    def hang_evidence(self) -> HangEvidence | None:
+        """What the watchdog saw, for a hang's diagnosis; ``None`` without a watchdog."""
+        watch = self.watch
+        if watch is None:
+            return None
+        stall = watch.stall
+        if stall is None:
+            return HangEvidence(watch.progress.step_times[-8:], step_warning=watch.step_warning)
+        until = stall.resumed_at if stall.resumed_at is not None else watch.now
+        return HangEvidence(
+            stall.step_times,
+            stall,
+            until - stall.started_at,
+            self.gpus_during(stall),
+            watch.step_warning,
+        )
 
     def utilisation_since(self, elapsed_s: float) -> dict[int, float]:
         """Each device's mean utilisation (percent) over the samples from ``elapsed_s`` on."""

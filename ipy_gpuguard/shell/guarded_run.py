@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from IPython.display import DisplayHandle, display
 
-from ..cards.stall import hang_evidence, stall_gpu_state
 from ..diagnosis import DeviceMemory
 from ..record import FailedRun, PanelView, WatchView
 from ..telemetry import DeviceBackend, DeviceInfo, FrameworkAllocators, Sample, Sampler
@@ -226,9 +225,8 @@ class GuardedRun:
             self.allocator_bytes,
             baseline,
             tensorflow_settings(),
-            hang_evidence=hang_evidence(view),
+            hang=view.hang_evidence(),
             watchdog_interrupted=self.watchdog.interrupt is not None,
-            stall_gpu_state=stall_gpu_state(view),
         )
 
     def allocator_peak_bytes(self, view: PanelView) -> int | None:

@@ -136,9 +136,8 @@ def _context(run: FailedRun, previous_kind: Kind | None) -> Context:
         gpu_initialised=run.settings.gpu_initialised,
         memory_growth=run.settings.memory_growth,
         xla=run.settings.xla_auto_jit,
-        hang_evidence=run.hang_evidence,
+        hang=run.hang,
         watchdog_interrupted=run.watchdog_interrupted,
-        stall_gpu_state=run.stall_gpu_state,
     )
 
 

@@ -267,7 +267,13 @@ class GuardSession:
                 tuple(device_series(view, info) for info in view.devices) if view.history else ()
             )
             base = base_card(
-                diagnosis, uuid.uuid4().hex, chart, notes, finished.cell_id, execution_count
+                diagnosis,
+                uuid.uuid4().hex,
+                chart,
+                notes,
+                finished.cell_id,
+                execution_count,
+                failed_run.hang,
             )
             live = LiveCard(base, parts, self._display(with_parts(base, parts)), free_memory)
             self.cards.add(live)

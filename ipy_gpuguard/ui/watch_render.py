@@ -45,7 +45,10 @@ def hang_card_html(view: PanelView) -> str:
     watch = view.watch
     if watch is None or watch.stall is None or view.stall_as_card:
         return ""
-    facts = "".join(f"<li>{escape(line)}</li>" for line in stall_facts(view, watch.stall, watch))
+    facts = "".join(
+        f"<li>{escape(line)}</li>"
+        for line in stall_facts(watch.stall, view.gpus_during(watch.stall))
+    )
     where = escape("\n".join(where_lines(watch.stall.where.threads)))
     actions = "".join(f"<div>{escape(line)}</div>" for line in action_lines(watch))
     return (

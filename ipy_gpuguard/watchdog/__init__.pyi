@@ -6,6 +6,7 @@ panel and the cards show. Imports no framework: Keras is wrapped only once the c
 
 from .gpu_timeout import GpuTimeout, SystemTimeoutProbe, TimeoutProbe, step_warning
 from .interrupt import WatchdogInterrupt
+from .judgement import GpuDuringStall, HangEvidence
 from .keras_hooks import KerasHooks
 from .limits import StallLimits
 from .monitor import RAISED, SIGNALLED, STUCK, InterruptState, Stall, Watchdog
@@ -17,7 +18,9 @@ __all__ = [
     "SIGNALLED",
     "STUCK",
     "FrameLine",
+    "GpuDuringStall",
     "GpuTimeout",
+    "HangEvidence",
     "InterruptState",
     "KerasHooks",
     "ProgressSnapshot",

@@ -9,6 +9,7 @@ import pytest
 
 from ipy_gpuguard import diagnose
 from ipy_gpuguard.diagnosis import Context, DeviceMemory, Kind
+from ipy_gpuguard.watchdog import GpuDuringStall, HangEvidence
 
 
 @pytest.fixture(scope="module")
@@ -216,7 +217,9 @@ def test_an_oom_on_a_simulated_gpu_says_what_the_simulation_stands_for():
 )
 def test_the_remedies_of_a_stall_follow_what_the_gpu_did(state, present, absent):
     """Issue 14, 23: an idle GPU (input pipeline stall) was offered the timeout advice."""
-    context = Context(watchdog_interrupted=True, stall_gpu_state=state)
+    percent = {"idle": 3.0, "busy": 99.0}[state]
+    hang = HangEvidence((), gpus=(GpuDuringStall(0, percent, simulated=False),))
+    context = Context(watchdog_interrupted=True, hang=hang)
     diagnosis = diagnose("KeyboardInterrupt", context)
     assert diagnosis.rule_id == "hang.watchdog.interrupted"
     ids = [remedy.id for remedy in diagnosis.remedies]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ipy_gpuguard.cards.stall import stall_facts, stall_gpu_state
+from ipy_gpuguard.cards.stall import stall_facts
 from ipy_gpuguard.record import PanelView, WatchView
 from ipy_gpuguard.telemetry import DeviceInfo, DeviceReading, DeviceSample, Sample
 from ipy_gpuguard.ui import render
@@ -38,14 +38,15 @@ def test_simulated_figures_say_so_on_their_line():
 def test_a_simulated_gpu_draws_no_conclusion_in_the_hang_card():
     view = stalled(simulated=True, utilisation=100)
     assert view.watch is not None
-    (line,) = [line for line in stall_facts(view, view.watch.stall, view.watch) if "GPU 0" in line]
+    stall = view.watch.stall
+    (line,) = [line for line in stall_facts(stall, view.gpus_during(stall)) if "GPU 0" in line]
     assert line == "GPU 0 utilisation during the stall: 100% (simulated)"
-    assert stall_gpu_state(view) is None
+    assert view.hang_evidence().gpu_state is None
 
 
 @pytest.mark.parametrize(("utilisation", "state"), [(100, "busy"), (3, "idle"), (50, None)])
 def test_a_real_gpu_during_the_stall_is_judged_busy_or_idle(utilisation, state):
-    assert stall_gpu_state(stalled(simulated=False, utilisation=utilisation)) == state
+    assert stalled(simulated=False, utilisation=utilisation).hang_evidence().gpu_state == state
 
 
 def test_a_stall_the_person_interrupted_says_so_on_its_card():
