@@ -127,6 +127,17 @@ def test_doctor_shows_the_report_and_the_setting_it_flags(tmp_path):
     printed = [output.text for output in outputs if output.output_type == "stream"]
     assert any(text.startswith("warning · TF_FORCE_GPU_ALLOW_GROWTH='True'") for text in printed)
     assert any(text.startswith("ok · memory growth on") for text in printed)
+    (controls,) = [
+        output
+        for output in outputs
+        if "application/vnd.jupyter.widget-view+json" in output.get("data", {})
+    ]
+    assert controls.data["text/plain"] == ""  # the words are the report's, above it
+    # Issue 21: a report that was one widget display vanished from the notebook converted
+    # offline (the saved widget view wins over the HTML beside it).
+    shown = converted_offline(tmp_path / "doctor.ipynb")
+    assert re.search(r"GPU environment: 1 problem", shown)
+    assert "GPUs seen" in shown
 
 
 def converted_offline(executed: Path) -> str:

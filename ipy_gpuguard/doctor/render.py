@@ -131,9 +131,13 @@ def table_html(checks: tuple[Check, ...]) -> str:
     )
 
 
-def report_html(report: Report) -> str:
-    """The whole report as static HTML: saved notebooks, nbconvert, frontends without widgets."""
-    return f"<div><b>{escape(summary_text(report))}</b></div>{table_html(report.checks)}"
+def report_html(report: Report, attention_only: bool = False) -> str:
+    """The report as static HTML: saved notebooks, nbconvert, frontends without widgets;
+    ``attention_only`` shows only the checks that are not ok."""
+    checks = report.checks
+    if attention_only:
+        checks = tuple(check for check in checks if check.status is not Status.OK)
+    return f"<div><b>{escape(summary_text(report))}</b></div>{table_html(checks)}"
 
 
 def report_data(report: Report) -> dict[str, Any]:

@@ -252,7 +252,7 @@ class GPUGuardMagics(Magics):
         if args.command == "doctor":
             if args.value is not None:
                 raise UsageError(f"%gpuguard doctor takes only --json, not {args.value!r}")
-            return _doctor(args.json)
+            return _doctor(args.json, controls=getattr(self.shell, "kernel", None) is not None)
         if args.command == "retry":
             self._retry(args.value)
         elif args.command == "simulate":
@@ -510,11 +510,12 @@ def guard_line(cell: str) -> str | None:
     return None if match is None else (match.group("options") or "")
 
 
-def _doctor(as_json: bool) -> dict[str, Any] | None:
-    """Check the environment, saying what takes time on a line the report then replaces."""
+def _doctor(as_json: bool, controls: bool) -> dict[str, Any] | None:
+    """Check the environment, saying what takes time on a line the report then replaces;
+    with ``controls`` (a Jupyter kernel), a filter and "Check again" under it."""
     from ..doctor import run_doctor
     from ..doctor.render import report_data, summary_text
-    from ..doctor.widget import DoctorTable
+    from ..doctor.widget import DoctorControls, DoctorReport
 
     progress = display(Pretty("Checking the GPU environment…"), display_id=True)
 
@@ -525,7 +526,9 @@ def _doctor(as_json: bool) -> dict[str, Any] | None:
     if as_json:
         announce(summary_text(report))
         return report_data(report)
-    progress.update(DoctorTable(report, lambda again: run_doctor(announce=again)))
+    progress.update(DoctorReport(report))
+    if controls:
+        display(DoctorControls(report, lambda again: run_doctor(announce=again), progress.update))
     return None
 
 

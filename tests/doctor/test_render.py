@@ -15,7 +15,7 @@ from ipy_gpuguard.doctor.render import (
     report_text,
     summary_text,
 )
-from ipy_gpuguard.doctor.widget import DoctorTable
+from ipy_gpuguard.doctor.widget import DoctorControls, DoctorReport
 
 from ..telemetry.fake_pynvml import FakeGpu
 from .fakes import machine, tensorflow_view
@@ -74,34 +74,47 @@ def test_data_is_json_with_every_check_and_its_remedies():
     assert gpu["remedies"][0]["links"][0]["url"] == "https://www.tensorflow.org/install/pip"
 
 
-def test_the_widget_filters_and_checks_again():
+def test_the_controls_filter_and_check_again_by_redrawing_the_report():
     troubled = troubled_report()
     healthy = run_doctor(machine())
     seen_during = []
+    shown = []
 
     def check_again(announce):
         announce("Importing TensorFlow in a child process…")
-        seen_during.append((table.button.disabled, table.summary.value))
+        seen_during.append((controls.button.disabled, controls.status.value))
         return healthy
 
-    table = DoctorTable(troubled, check_again)
-    assert isinstance(table.widget, ipywidgets.VBox)
-    assert table.table.value.count("<tr data-check=") == 10
-    table.filter.value = "attention"
-    assert table.table.value.count("<tr data-check=") == 4
-    table.button.click()
+    def rows():
+        return shown[-1]._repr_mimebundle_()["text/html"].count("<tr data-check=")
+
+    controls = DoctorControls(troubled, check_again, shown.append)
+    assert isinstance(controls.widget, ipywidgets.HBox)
+    controls.filter.value = "attention"
+    assert rows() == 4
+    controls.filter.value = "all"
+    assert rows() == 10
+    controls.filter.value = "attention"
+    controls.button.click()
     assert seen_during == [(True, "<i>Importing TensorFlow in a child process…</i>")]
-    assert table.report is healthy
-    assert table.button.disabled is False
-    assert table.table.value.count("<tr data-check=") == 0  # nothing needs attention now
-    assert "10 ok" in table.summary.value
+    assert controls.report is healthy
+    assert controls.button.disabled is False
+    assert controls.status.value == ""
+    assert rows() == 0  # nothing needs attention now
+    assert "10 ok" in shown[-1]._repr_mimebundle_()["text/html"]
 
 
-def test_the_widget_carries_the_static_renderings_for_other_frontends():
+def test_the_report_is_a_static_display_and_the_controls_hold_no_words():
+    """Issue 21: a report that was one widget display vanished from a notebook converted
+    offline (the saved widget view wins over the HTML beside it)."""
     report = troubled_report()
-    bundle = DoctorTable(report, lambda announce: report)._repr_mimebundle_()
-    assert "application/vnd.jupyter.widget-view+json" in bundle
+    bundle = DoctorReport(report)._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" not in bundle
     assert bundle["text/plain"] == report_text(report)
     assert bundle[DOCTOR_MIME]["checks"][0]["id"] == "python"
     assert bundle["text/html"] == report_html(report)
     assert {check.status for check in report.checks} >= {Status.OK, Status.PROBLEM}
+    controls = DoctorControls(report, lambda announce: report, lambda shown: None)
+    bundle = controls._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert bundle["text/plain"] == ""
