@@ -23,7 +23,7 @@ from ..watchdog import (
     set_active,
     step_warning,
 )
-from ..watchdog.stacks import CellNamer
+from ..watchdog.stacks import CellNamer, main_thread_position
 from .kernel_state import KernelStateFile
 from .native_log import NativeLogTee, PipeDrain
 from .options import GuardOptions
@@ -104,6 +104,7 @@ class GuardedRun:
             capture_stacks=lambda: capture_stacks(name_cell or (lambda filename: None)),
             on_change=self._stall_changed,
             on_look=self._keras.attach_new,
+            position=lambda: main_thread_position(name_cell),
         )
 
     def start(self) -> None:

@@ -67,6 +67,9 @@ class Watchdog:
         Called at every look (the Keras hooks attach to a Keras the cell has just imported).
     grace_s
         How long an interrupt may take to land before the next, stronger one.
+    position
+        Where the main thread is; ``None`` when it is outside the cell's code, which is no
+        move (an interrupt unwinding into IPython's traceback is not progress).
     """
 
     def __init__(
@@ -154,7 +157,7 @@ class Watchdog:
     def _look(self, now: float) -> None:
         self._on_look()
         position = self._position()
-        if position != self._last_position:
+        if position is not None and position != self._last_position:
             self._last_position, self._moved_at = position, now
             self._waits_at_move = self._waits()
         if self.stall is not None:

@@ -133,20 +133,26 @@ def shorten(
     return ThreadStack(name, ident, is_main, user_frames, calls_into, waits_in, run_by_library)
 
 
-def main_thread_position() -> tuple[int, int, int] | None:
-    """Where the main thread is: its innermost frame, that frame's line, and the stack's depth.
+def main_thread_position(name_cell: CellNamer | None = None) -> tuple[int, int, int] | None:
+    """Where the main thread is: its innermost frame, that frame's line, and the stack's depth;
+    ``None`` when the cell's code is not on its stack (with ``name_cell``, which knows the
+    cell's files): the cell has ended, or not begun.
 
     Two equal positions a while apart mean the main thread has not moved: it is inside one
-    native call (or the same line came round again exactly at both looks).
+    native call (or the same line came round again exactly at both looks). A cell that left its
+    code (an exception unwinding into IPython's traceback) has not moved on.
     """
     frame = sys._current_frames().get(threading.main_thread().ident or -1)
     if frame is None:
         return None
-    depth = 0
+    depth, in_cell = 0, name_cell is None
     current_frame: FrameType | None = frame
     while current_frame is not None:
-        depth, current_frame = depth + 1, current_frame.f_back
-    return id(frame), frame.f_lineno, depth
+        depth += 1
+        if not in_cell and name_cell is not None:
+            in_cell = _is_cell(current_frame.f_code.co_filename, name_cell)
+        current_frame = current_frame.f_back
+    return (id(frame), frame.f_lineno, depth) if in_cell else None
 
 
 def main_thread_waits() -> int | None:

@@ -387,3 +387,20 @@ def test_a_loop_of_short_waits_at_one_line_is_counted_as_such(shell):
         assert stall.main_waits >= 2
     else:
         assert stall.main_waits is None
+
+
+def test_a_stall_the_person_interrupts_is_said_to_be_interrupted(shell, capsys):
+    """Issue 21: a stall ended by the stop button read "then went on": the interrupt unwinding
+    into IPython's traceback moved the main thread, which counted as progress."""
+    cell = (
+        "%%gpuguard --timeout 0.5 --interval 0.05\n"
+        "import os, signal, threading, time, ipy_gpuguard\n"
+        "ipy_gpuguard.heartbeat()\n"
+        "threading.Timer(1.2, os.kill, (os.getpid(), signal.SIGINT)).start()  # the stop button\n"
+        "time.sleep(30)\n"
+    )
+    result = run(shell, cell)
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    out = capsys.readouterr().out
+    assert "interrupted (the stop button, or Interrupt)" in out
+    assert "then went on" not in out
