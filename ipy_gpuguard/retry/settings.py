@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import keyword
 from dataclasses import dataclass
 
 #: Attempts of ``--auto-retry`` without a number, and of a search for the largest batch
 #: (``--find-max``, the card's "Find the largest batch that fits", ``%gpuguard retry max``).
 AUTO_RETRY_RUNS = 5
 FIND_MAX_RUNS = 12
+#: The most attempts a cell may ask for: each is a whole run of the cell.
+MAX_RUNS = 100
+#: The largest batch size a retry takes (a framework's sizes are 32-bit integers).
+MAX_BATCH_SIZE = 2**31 - 1
 
 
 class _DefaultRuns:
@@ -45,15 +50,17 @@ def retry_settings(
     keep_effective_batch: bool = False,
 ) -> RetrySettings:
     """The settings from the magic's options; ``ValueError`` says which option is wrong."""
-    if isinstance(auto_retry, int) and auto_retry < 1:
-        raise ValueError(f"--auto-retry takes a number of attempts of at least 1, not {auto_retry}")
+    if isinstance(auto_retry, int) and not 1 <= auto_retry <= MAX_RUNS:
+        raise ValueError(
+            f"--auto-retry takes a number of attempts from 1 to {MAX_RUNS}, not {auto_retry}"
+        )
     if margin_percent is not None and not 0 < margin_percent < 100:
         raise ValueError(
             f"--margin is a percentage between 0 and 100, like 10, not {margin_percent:g}"
         )
-    if min_batch is not None and min_batch < 1:
-        raise ValueError(f"--min-batch is a batch size of at least 1, not {min_batch}")
-    if batch_var is not None and not batch_var.isidentifier():
+    if min_batch is not None and not 1 <= min_batch <= MAX_BATCH_SIZE:
+        raise ValueError(f"--min-batch is a batch size from 1 to {MAX_BATCH_SIZE}, not {min_batch}")
+    if batch_var is not None and (not batch_var.isidentifier() or keyword.iskeyword(batch_var)):
         raise ValueError(f"--batch-var takes a variable name like BATCH_SIZE, not {batch_var!r}")
     default_runs = FIND_MAX_RUNS if find_max else AUTO_RETRY_RUNS
     if auto_retry is None:

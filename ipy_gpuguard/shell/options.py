@@ -44,11 +44,20 @@ def check_interval(interval_s: float) -> float:
 ON_HANG_CHOICES = ("report", "interrupt")
 
 
-def check_timeout(timeout_s: float) -> float:
+def check_timeout(timeout_s: float, interval_s: float | None = None) -> float:
+    """A timeout the watchdog can keep; with the cell's sampling interval, at least that (it
+    looks once an interval: a shorter limit would say "limit 0 ms" and call every look a
+    stall)."""
     if not 0 < timeout_s <= MAX_SECONDS:  # also refuses NaN and infinity
         raise ValueError(
             "the timeout is the number of seconds without progress that make a stall, like 60 "
             f"(at most {MAX_SECONDS:g}), not {timeout_s:g}"
+        )
+    if interval_s is not None and timeout_s < interval_s:
+        raise ValueError(
+            f"the timeout ({timeout_s:g} s) is shorter than the sampling interval "
+            f"({interval_s:g} s): the watchdog looks once an interval; give a longer --timeout or a "
+            "shorter --interval"
         )
     return timeout_s
 

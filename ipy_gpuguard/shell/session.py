@@ -37,7 +37,7 @@ from .incidents import IncidentLog
 from .kernel_state import KernelStateFile
 from .live_hang import LiveHangCards
 from .native_log import PipeDrain
-from .options import GuardOptions
+from .options import GuardOptions, check_timeout
 from .remediation import Failure, Policy, Remediated, attempt_failed, remediate
 
 
@@ -131,12 +131,15 @@ class GuardSession:
         timeout_s: float | None = None,
         on_hang: str | None = None,
     ) -> GuardOptions:
-        """The config's defaults with one cell's options laid over them."""
+        """The config's defaults with one cell's options laid over them; ``ValueError`` when a
+        timeout is shorter than the sampling interval."""
+        interval = self.config.interval if interval_s is None else interval_s
+        timeout = self.config.timeout if timeout_s is None else timeout_s
         return GuardOptions(
-            interval_s=self.config.interval if interval_s is None else interval_s,
+            interval_s=interval,
             devices=devices if devices is not None else (tuple(self.config.devices) or None),
             show_panel=self.config.panel and not no_panel,
-            timeout_s=self.config.timeout if timeout_s is None else timeout_s,
+            timeout_s=None if timeout is None else check_timeout(timeout, interval),
             on_hang=on_hang or self.config.on_hang,
             first_step_s=self.config.first_step_allowance,
             retry=retry or RetrySettings(),

@@ -110,9 +110,9 @@ def test_auto_retry_on_a_cell_without_a_batch_size_is_refused_before_it_runs(she
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("--auto-retry 0", "--auto-retry takes a number of attempts of at least 1, not 0"),
+        ("--auto-retry 0", "--auto-retry takes a number of attempts from 1 to 100, not 0"),
         ("--margin 150", "--margin is a percentage between 0 and 100"),
-        ("--min-batch 0", "--min-batch is a batch size of at least 1, not 0"),
+        ("--min-batch 0", "--min-batch is a batch size from 1 to 2147483647, not 0"),
         ("--batch-var 2x", "--batch-var takes a variable name like BATCH_SIZE, not '2x'"),
     ],
 )

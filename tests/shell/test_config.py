@@ -80,6 +80,6 @@ def test_a_bad_value_in_ipython_config_does_not_stop_loading(shell, capsys):
 
 def test_auto_retry_minus_one_is_refused_not_read_as_the_default(shell):
     result = shell.run_cell("%%gpuguard --auto-retry -1\nmodel.fit(x, batch_size=64)")
-    assert "--auto-retry takes a number of attempts of at least 1, not -1" in str(
+    assert "--auto-retry takes a number of attempts from 1 to 100, not -1" in str(
         result.error_before_exec
     )

@@ -67,6 +67,18 @@ def test_keyboard_interrupt_passes_through_untouched(shell, capsys):
         ("--devices a,b", "'a,b' is not a list of device indices like 0 or 0,1"),
         ("--devices 3", "no device 3: the visible devices are 0"),
         ("--timeout 0", "the timeout is the number of seconds without progress"),
+        # Issue 22 item 15: "limit 0 ms", a keyword as the variable, a 20-digit number of runs.
+        (
+            "--timeout 1e-300",
+            "the timeout (1e-300 s) is shorter than the sampling interval (0.5 s)",
+        ),
+        ("--timeout 0.2 --interval 0.5", "is shorter than the sampling interval (0.5 s)"),
+        ("--batch-var class", "--batch-var takes a variable name like BATCH_SIZE, not 'class'"),
+        (
+            "--auto-retry 99999999999999999999",
+            "--auto-retry takes a number of attempts from 1 to 100",
+        ),
+        ("--min-batch 4294967296", "--min-batch is a batch size from 1 to 2147483647"),
         ("--timeout soon", "argument --timeout: invalid float value: 'soon'"),
         ("--on-hang explode", "argument --on-hang: invalid choice: 'explode'"),
     ],
