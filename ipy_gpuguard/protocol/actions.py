@@ -23,6 +23,10 @@ RESTART_AND_RUN_TO_HERE = "restart_and_run_to_here"
 ACTIONS = (RETRY, FIND_MAX, FREE_MEMORY, APPLY_TO_CELL, RESTART_AND_RUN_TO_HERE)
 #: Actions a frontend carries out itself (it edits the notebook, or restarts the kernel).
 FRONTEND_ACTIONS = frozenset({APPLY_TO_CELL, RESTART_AND_RUN_TO_HERE})
+#: The largest batch size an action may name (a framework's sizes are 32-bit integers).
+MAX_BATCH_SIZE = 2**31 - 1
+#: The longest id of a card, or of a request (a card's is 32 hexadecimal digits).
+MAX_ID_LENGTH = 64
 
 
 @dataclass(frozen=True)
@@ -70,22 +74,38 @@ class LiveCards:
 
 
 def parse_action(data: Any) -> Action:
-    """An action from a frontend's JSON; ``ValueError`` says what is wrong with it."""
+    """An action from a frontend's JSON, as the schema's ``Action`` allows it; ``ValueError``
+    says what is wrong, quoting at most a short excerpt of what was sent."""
     if not isinstance(data, Mapping):
         raise ValueError(
-            f"an action is an object like {{'action': 'retry', 'card': ID}}, not {data!r}"
+            f"an action is an object like {{'action': 'retry', 'card': ID}}, not {_excerpt(data)}"
         )
-    action, card, args = data.get("action"), data.get("card"), data.get("args") or {}
+    extra = set(data) - {"action", "card", "args", "request"}
+    if extra:
+        names = ", ".join(_excerpt(name) for name in sorted(map(str, extra))[:3])
+        raise ValueError(f"an action has action, card, args and request, not {names}")
+    action, card, args = data.get("action"), data.get("card"), data.get("args", {})
     request = data.get("request")
-    if request is not None and (not isinstance(request, str) or len(request) > 64):
-        raise ValueError(f"{action}: 'request' is the sender's id for it, a short text")
+    if request is not None and (not isinstance(request, str) or len(request) > MAX_ID_LENGTH):
+        raise ValueError(f"{_excerpt(action)}: 'request' is the sender's id for it, a short text")
     if action not in ACTIONS:
-        raise ValueError(f"unknown action {action!r}: the actions are {', '.join(ACTIONS)}")
-    if not isinstance(card, str) or not card:
-        raise ValueError(f"{action}: 'card' is the id of the card to act on, not {card!r}")
+        raise ValueError(f"unknown action {_excerpt(action)}: the actions are {', '.join(ACTIONS)}")
+    if not isinstance(card, str) or not 0 < len(card) <= MAX_ID_LENGTH:
+        raise ValueError(f"{action}: 'card' is the id of the card to act on, not {_excerpt(card)}")
     if not isinstance(args, Mapping) or set(args) - {"batch_size"}:
-        raise ValueError(f"{action}: 'args' takes only batch_size, not {args!r}")
+        raise ValueError(f"{action}: 'args' takes only batch_size, not {_excerpt(args)}")
     size = args.get("batch_size")
-    if size is not None and (type(size) is not int or size < 1):
-        raise ValueError(f"{action}: batch_size is a positive whole number, not {size!r}")
+    if type(size) is float and size.is_integer():  # JSON's 32.0 is the schema's integer 32
+        size = int(size)
+    if size is not None and (type(size) is not int or not 1 <= size <= MAX_BATCH_SIZE):
+        raise ValueError(
+            f"{action}: batch_size is a whole number from 1 to {MAX_BATCH_SIZE}, not {_excerpt(size)}"
+        )
     return Action(action, card, ActionArgs(size), request)
+
+
+def _excerpt(value: Any, limit: int = 40) -> str:
+    """``value`` as Python writes it, cut to ``limit`` characters: a refusal never echoes a
+    payload back whole."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"

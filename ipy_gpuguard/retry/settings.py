@@ -5,14 +5,14 @@ from __future__ import annotations
 import keyword
 from dataclasses import dataclass
 
+from ..protocol import MAX_BATCH_SIZE
+
 #: Attempts of ``--auto-retry`` without a number, and of a search for the largest batch
 #: (``--find-max``, the card's "Find the largest batch that fits", ``%gpuguard retry max``).
 AUTO_RETRY_RUNS = 5
 FIND_MAX_RUNS = 12
 #: The most attempts a cell may ask for: each is a whole run of the cell.
 MAX_RUNS = 100
-#: The largest batch size a retry takes (a framework's sizes are 32-bit integers).
-MAX_BATCH_SIZE = 2**31 - 1
 
 
 class _DefaultRuns:

@@ -140,3 +140,27 @@ def test_a_stall_is_shown_as_a_card_while_the_cell_still_runs(tmp_path):
         stopped = collect(client, msg_id, timeout=60)
         assert stopped.status == "error"
         assert stopped.reply["content"]["ename"] == "KeyboardInterrupt"
+
+
+def test_the_comm_refuses_what_the_schema_forbids_in_a_short_sentence(tmp_path):
+    """Issue 22 item 14: an extra field and a batch size of 10**30 were taken (the cell reran),
+    and the refusal of a 10 MB payload echoed all 10 MB back."""
+    with kernel(GPUGUARD_SIMULATE="8GiB", JUPYTER_DATA_DIR=str(tmp_path)) as client:
+        loaded = execute(client, "%load_ext ipy_gpuguard")
+        (opened,) = [
+            m["content"] for m in loaded.of_type("comm_open")
+            if m["content"]["target_name"] == "ipy_gpuguard.actions"
+        ]  # fmt: skip
+        comm_id = opened["comm_id"]
+        sent = [
+            {"action": "retry", "card": "c1", "extra": 1},
+            {"action": "retry", "card": "c1", "args": {"batch_size": 10**30}},
+            {"action": "retry", "card": "c" * 10_000_000},
+        ]
+        answers = [comm_messages(send_on_comm(client, comm_id, data), comm_id) for data in sent]
+        messages = [answer["message"] for (answer,) in answers]
+        assert all(not answer["ok"] for (answer,) in answers)
+        assert messages[0] == "an action has action, card, args and request, not 'extra'"
+        assert messages[1].startswith("retry: batch_size is a whole number from 1 to 2147483647")
+        assert messages[2].startswith("retry: 'card' is the id of the card to act on, not 'ccc")
+        assert max(map(len, messages)) < 200
