@@ -91,6 +91,7 @@ setup(
         "psutil>=5.9",
         "lazy_loader>=0.4",
         "jupyter_server>=2.0",
+        "jsonschema>=4.18",
     ],
     entry_points={"console_scripts": ["ipy-gpuguard = ipy_gpuguard.cli:main"]},
     extras_require={

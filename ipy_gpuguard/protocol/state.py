@@ -7,12 +7,17 @@ the middle of a cell (a DirectML timeout, the out-of-memory killer) leaves its l
 
 from __future__ import annotations
 
+import errno
+import json
+import math
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .encode import SCHEMA_VERSION
+from .encode import SCHEMA_VERSION, schema
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,82 @@ class PostMortem:
     why: str
     remedies: tuple[str, ...]
     version: int = SCHEMA_VERSION
+
+
+#: The most a state file may hold: a record is a few kB.
+MAX_STATE_BYTES = 1 << 20
+
+
+def read_state(path: Path) -> KernelState | None:
+    """The record in a kernel's state file; ``None`` when there is none; ``ValueError`` (a
+    short sentence, no path) when the file is not one.
+
+    The file is read as a regular file only, without following a link, at most
+    :data:`MAX_STATE_BYTES`: a link planted in the runtime folder (to the server's own
+    ``jpserver-<pid>.json`` and its token) is not served, and a FIFO refuses at once instead of
+    blocking whoever reads.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        handle = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise ValueError(f"the state file cannot be opened ({_reason(error)})") from None
+    with os.fdopen(handle, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("the state file is not a regular file")
+        if info.st_size > MAX_STATE_BYTES:
+            raise ValueError(f"the state file holds more than {MAX_STATE_BYTES} bytes")
+        raw = file.read(MAX_STATE_BYTES + 1)
+    if len(raw) > MAX_STATE_BYTES:
+        raise ValueError(f"the state file holds more than {MAX_STATE_BYTES} bytes")
+    return decode_state(raw)
+
+
+def decode_state(raw: bytes) -> KernelState:
+    """A state record from the bytes of its file, as strictly as the schema describes it:
+    finite numbers, the schema's types, no field it does not name; ``ValueError`` otherwise."""
+    import jsonschema  # the server's reads only: the kernel writes, and never decodes
+
+    try:
+        data = json.loads(raw, parse_constant=_not_a_number, parse_float=_finite)
+    except (ValueError, RecursionError) as error:  # RecursionError: nested without end
+        raise ValueError(f"the state file is not JSON ({_first_line(error)})") from None
+    validator = jsonschema.Draft202012Validator(
+        {"$ref": "#/$defs/KernelState", "$defs": schema()["$defs"]}
+    )
+    problem = next(iter(validator.iter_errors(data)), None)
+    if problem is not None:
+        where = "/".join(map(str, problem.absolute_path)) or "the record"
+        raise ValueError(
+            f"the state file is not a state record ({where}: {_first_line(problem.message)})"
+        )
+    return kernel_state_of(data)
+
+
+def _not_a_number(constant: str) -> float:
+    raise ValueError(f"{constant} is not a number of JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} is out of range")
+    return value
+
+
+def _first_line(error: object, limit: int = 120) -> str:
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
+
+
+def _reason(error: OSError) -> str:
+    """An ``OSError`` in words, without the path it names."""
+    if error.errno == errno.ELOOP:
+        return "it is a link, which is not followed"
+    return error.strerror or type(error).__name__
 
 
 def kernel_state_of(data: Mapping[str, Any]) -> KernelState:

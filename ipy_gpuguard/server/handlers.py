@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
-from ..protocol import kernel_state_of, state_path, to_json
+from ..protocol import KernelState, read_state, state_path, to_json
 from .meter import Meter
 from .post_mortem import post_mortem
 
 #: The resource the server's authorizer is asked about, for both endpoints (read only).
 AUTH_RESOURCE = "ipy_gpuguard"
+#: A kernel id as this server's kernels have them (a UUID), with room for other managers'.
+KERNEL_ID = re.compile(r"[\w-]{1,64}")
 
 
 class DevicesHandler(APIHandler):
@@ -31,7 +35,7 @@ class DevicesHandler(APIHandler):
         manager: Any = self.kernel_manager
         pids = {kernel_id: _pid(manager, kernel_id) for kernel_id in manager.list_kernel_ids()}
         reading = await self._meter.reading(pids)
-        self.finish(json.dumps(to_json(reading)))
+        self.finish(json.dumps(to_json(reading), allow_nan=False))
 
 
 class KernelStateHandler(APIHandler):
@@ -44,20 +48,21 @@ class KernelStateHandler(APIHandler):
 
     @web.authenticated
     @authorized
-    def get(self, kernel_id: str) -> None:
-        self.finish(json.dumps(self.recorded(kernel_id)))
+    async def get(self, kernel_id: str) -> None:
+        state = await self.recorded(kernel_id)
+        self.finish(json.dumps(to_json(state), allow_nan=False))
 
-    def recorded(self, kernel_id: str) -> dict[str, Any]:
-        """The kernel's state record as JSON; an HTTP error that says why when there is none."""
-        path = state_path(self._runtime_dir, kernel_id)
+    async def recorded(self, kernel_id: str) -> KernelState:
+        """The kernel's state record, read off the event loop (a slow disk, or a file that is not
+        one, holds up no other request); an HTTP error in a short sentence when there is none."""
+        if not KERNEL_ID.fullmatch(kernel_id):
+            raise web.HTTPError(400, "not a kernel id: letters, digits, - and _, at most 64")
         try:
-            state: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise web.HTTPError(404, f"kernel {kernel_id} has recorded no state") from None
-        except (OSError, ValueError) as error:
-            raise web.HTTPError(
-                500, f"the state of kernel {kernel_id} cannot be read: {error}"
-            ) from None
+            state = await asyncio.to_thread(read_state, state_path(self._runtime_dir, kernel_id))
+        except ValueError as error:
+            raise web.HTTPError(500, f"kernel {kernel_id}: {error}") from None
+        if state is None:
+            raise web.HTTPError(404, f"kernel {kernel_id} has recorded no state")
         return state
 
 
@@ -67,12 +72,9 @@ class PostMortemHandler(KernelStateHandler):
 
     @web.authenticated
     @authorized
-    def get(self, kernel_id: str) -> None:
-        try:
-            state = kernel_state_of(self.recorded(kernel_id))
-        except ValueError as error:
-            raise web.HTTPError(500, f"the state of kernel {kernel_id}: {error}") from None
-        self.finish(json.dumps(to_json(post_mortem(state))))
+    async def get(self, kernel_id: str) -> None:
+        state = await self.recorded(kernel_id)
+        self.finish(json.dumps(to_json(post_mortem(state)), allow_nan=False))
 
 
 def _pid(manager: Any, kernel_id: str) -> int | None:

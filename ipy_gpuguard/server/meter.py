@@ -7,13 +7,12 @@ in a worker thread, never on the server's event loop (an NVML call can block on 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from ..protocol import KernelShare, MeterDevice, MeterReading, state_path
+from ..protocol import KernelShare, MeterDevice, MeterReading, read_state, state_path
 from ..telemetry import DeviceBackend, open_backend
 
 #: Seconds a reading is served before the next one is taken.
@@ -126,15 +125,14 @@ class Meter:
         if self._runtime_dir is None:
             return ()
         for kernel_id, pids in sorted(kernels.items()):
-            path = state_path(self._runtime_dir, kernel_id)
             try:
-                state = json.loads(path.read_text(encoding="utf-8"))
-                used = sum(device.get("used_bytes") or 0 for device in state.get("devices", ()))
-            except (OSError, ValueError, AttributeError, TypeError):
-                continue
-            if state.get("pid") not in pids:
-                continue  # written by a process that is gone: a dead or restarted kernel
-            shares.append(KernelShare(kernel_id, pids, int(used)))
+                state = read_state(state_path(self._runtime_dir, kernel_id))
+            except ValueError:
+                continue  # not a record: its kernel's share is not known, the others' are
+            if state is None or state.pid not in pids:
+                continue  # none yet, or written by a process that is gone: a dead kernel
+            used = sum(device.used_bytes or 0 for device in state.devices)
+            shares.append(KernelShare(kernel_id, pids, used))
         return tuple(shares)
 
     def _attribution(self, holders: Mapping[int, int]) -> str | None:

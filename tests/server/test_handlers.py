@@ -39,15 +39,106 @@ async def test_devices_shows_the_simulated_gpu(simulated, jp_fetch):
     assert device["total_bytes"] == 8 * 2**30
 
 
+def record(**changes):
+    """A whole state record, as a kernel writes one."""
+    return {
+        "pid": 42,
+        "kernel_id": "k-1",
+        "updated_at": 100.0,
+        "running": True,
+        "cell": {"cell_id": "c-7", "execution_count": 7, "first_line": "model.fit(x, y)"},
+        "phase": "fit",
+        "step": 12,
+        "last_step_at": 99.5,
+        "devices": [],
+        "last_rule_id": None,
+        "outcome": None,
+        "host_available_bytes": 2**28,
+        "host_total_bytes": 2**34,
+        "platform": "linux",
+        "version": SCHEMA_VERSION,
+        **changes,
+    }
+
+
+def state_file(runtime_dir, kernel_id="k-1"):
+    folder = runtime_dir / "ipy_gpuguard"
+    folder.mkdir(exist_ok=True)
+    return folder / f"kernel-{kernel_id}.json"
+
+
+async def refused(jp_fetch, kernel_id="k-1", endpoint="state"):
+    """The server's answer to a request it refuses: its code and its JSON message."""
+    with pytest.raises(HTTPClientError) as error:
+        await jp_fetch("ipy-gpuguard", "api", "v1", "kernels", kernel_id, endpoint)
+    return error.value.code, json.loads(error.value.response.body)["message"]
+
+
 async def test_a_kernels_state_is_404_until_it_records_one(jp_fetch, jp_runtime_dir):
-    with pytest.raises(HTTPClientError) as missing:
-        await jp_fetch("ipy-gpuguard", "api", "v1", "kernels", "k-1", "state")
-    assert missing.value.code == 404
-    folder = jp_runtime_dir / "ipy_gpuguard"
-    folder.mkdir()
-    (folder / "kernel-k-1.json").write_text(json.dumps({"pid": 42, "running": True}))
+    assert (await refused(jp_fetch))[0] == 404
+    state_file(jp_runtime_dir).write_text(json.dumps(record()))
     response = await jp_fetch("ipy-gpuguard", "api", "v1", "kernels", "k-1", "state")
-    assert json.loads(response.body) == {"pid": 42, "running": True}
+    assert json.loads(response.body) == record()
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (json.dumps(record(updated_at=1.0)).replace("1.0", "1e400"), "out of range"),
+        (json.dumps(record(updated_at=1.0)).replace("1.0", "NaN"), "NaN is not a number"),
+        (json.dumps(record(step="twelve")), "step"),
+        (json.dumps(record(devices=[{"index": 0}])), "devices/0"),
+        ("[" * 100_000 + "]" * 100_000, "the state file is not JSON"),
+        (json.dumps(record(extra=1)), "not a state record"),
+    ],
+    ids=["huge", "nan", "wrong-type", "partial-device", "deep", "extra-field"],
+)
+async def test_a_record_that_is_not_one_is_a_short_json_error_on_every_endpoint(
+    simulated, jp_fetch, jp_runtime_dir, text, said
+):
+    """Issue 22 item 16: ``1e400`` made the meter answer 500 to every client; wrong types and
+    deep nesting gave unhandled 500s with tracebacks; NaN was served as invalid JSON."""
+    state_file(jp_runtime_dir).write_text(text)
+    for endpoint in ("state", "post-mortem"):
+        code, message = await refused(jp_fetch, endpoint=endpoint)
+        assert code == 500
+        assert said in message
+        assert str(jp_runtime_dir) not in message
+        assert len(message) < 300
+    response = await jp_fetch("ipy-gpuguard", "api", "v1", "devices")  # the meter still serves
+    assert json.loads(response.body)["source"] == "simulated"
+
+
+async def test_a_long_kernel_id_is_refused_without_a_path(jp_fetch, jp_runtime_dir):
+    """Issue 22 item 16: a 300-character id answered 500 with the server's runtime path."""
+    code, message = await refused(jp_fetch, kernel_id="k" * 300)
+    assert code == 400
+    assert str(jp_runtime_dir) not in message
+
+
+async def test_a_link_in_the_runtime_folder_is_not_followed(jp_fetch, jp_runtime_dir):
+    """Issue 22 item 1: a link to ``jpserver-<pid>.json`` handed out the server's token."""
+    secret = jp_runtime_dir / "jpserver-1.json"
+    secret.write_text(json.dumps(record(platform="token-abc")))
+    state_file(jp_runtime_dir).symlink_to(secret)
+    code, message = await refused(jp_fetch)
+    assert code == 500
+    assert "link" in message
+    assert "token-abc" not in message
+
+
+async def test_a_fifo_or_a_huge_file_answers_at_once(jp_fetch, jp_runtime_dir):
+    """Issue 22 item 5: a FIFO blocked the whole server (the read ran on its event loop), and a
+    100 MB state file stalled it for 1.4-1.9 s."""
+    os.mkfifo(state_file(jp_runtime_dir, "k-fifo"))
+    assert await refused(jp_fetch, kernel_id="k-fifo") == (
+        500,
+        "kernel k-fifo: the state file is not a regular file",
+    )
+    with state_file(jp_runtime_dir, "k-huge").open("wb") as huge:
+        huge.truncate(100 * 2**20)
+    code, message = await refused(jp_fetch, kernel_id="k-huge")
+    assert (code, message) == (500, "kernel k-huge: the state file holds more than 1048576 bytes")
 
 
 async def test_a_dead_kernels_post_mortem_names_its_cell_and_the_likely_cause(
@@ -84,9 +175,9 @@ async def test_a_dead_kernels_post_mortem_names_its_cell_and_the_likely_cause(
     assert "0.2 GiB" in found["why"]
 
     (folder / "kernel-k-2.json").write_text(json.dumps({"pid": 42}))  # not a whole record
-    with pytest.raises(HTTPClientError) as broken:
-        await jp_fetch("ipy-gpuguard", "api", "v1", "kernels", "k-2", "post-mortem")
-    assert broken.value.code == 500
+    code, message = await refused(jp_fetch, "k-2", "post-mortem")
+    assert code == 500
+    assert message.startswith("kernel k-2: the state file is not a state record")
 
 
 def fake_nvml_meter(jp_serverapp, gpus, init_error=None):

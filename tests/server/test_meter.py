@@ -4,6 +4,7 @@ only in a worker thread, and what it says when it cannot attribute or read anyth
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 
 from ipy_gpuguard.protocol import state_path, to_json
@@ -105,12 +106,41 @@ class FakeSimulated(FakeNvml):
         return ()
 
 
+def recorded(pid, used):
+    """A kernel's whole state record, as it writes one, with each device's ``used`` bytes."""
+    devices = [
+        {
+            "index": index,
+            "name": f"Simulated GPU {index}",
+            "simulated": True,
+            "used_bytes": used_bytes,
+            "total_bytes": 8 * GIB,
+            "allocator_bytes": None,
+            "utilization_percent": None,
+            "temperature_c": None,
+        }
+        for index, used_bytes in enumerate(used)
+    ]
+    return json.dumps(
+        {
+            "pid": pid,
+            "kernel_id": None,
+            "updated_at": 1.0,
+            "running": False,
+            "cell": None,
+            "phase": None,
+            "step": 0,
+            "last_step_at": None,
+            "devices": devices,
+            "last_rule_id": None,
+            "outcome": None,
+        }
+    )
+
+
 def test_a_kernels_share_of_a_simulated_gpu_is_what_it_recorded(tmp_path):
     state_path(tmp_path, "k1").parent.mkdir()
-    state_path(tmp_path, "k1").write_text(
-        '{"pid": 100, "devices": [{"index": 0, "used_bytes": 1073741824}, '
-        '{"index": 1, "used_bytes": null}]}'
-    )
+    state_path(tmp_path, "k1").write_text(recorded(100, [GIB, None]))
     meter = Meter(
         lambda spec: FakeSimulated(), "8GiB", pid_exists=lambda p: True, runtime_dir=str(tmp_path)
     )
@@ -123,9 +153,7 @@ def test_the_kernels_shares_never_exceed_what_the_simulated_device_holds(tmp_pat
     own memory, which no kernel's share is part of)."""
     state_path(tmp_path, "k1").parent.mkdir()
     for kernel_id, pid in (("k1", 100), ("k2", 200)):
-        state_path(tmp_path, kernel_id).write_text(
-            f'{{"pid": {pid}, "devices": [{{"index": 0, "used_bytes": {3 * GIB}}}]}}'
-        )
+        state_path(tmp_path, kernel_id).write_text(recorded(pid, [3 * GIB]))
     meter = Meter(
         lambda spec: FakeSimulated(), "8GiB", pid_exists=lambda p: True, runtime_dir=str(tmp_path)
     )
