@@ -7,17 +7,15 @@ the middle of a cell (a DirectML timeout, the out-of-memory killer) leaves its l
 
 from __future__ import annotations
 
-import errno
 import json
 import math
-import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .encode import SCHEMA_VERSION, schema
+from .files import os_reason, read_regular
 
 
 @dataclass(frozen=True)
@@ -94,28 +92,17 @@ def read_state(path: Path) -> KernelState | None:
     """The record in a kernel's state file; ``None`` when there is none; ``ValueError`` (a
     short sentence, no path) when the file is not one.
 
-    The file is read as a regular file only, without following a link, at most
-    :data:`MAX_STATE_BYTES`: a link planted in the runtime folder (to the server's own
-    ``jpserver-<pid>.json`` and its token) is not served, and a FIFO refuses at once instead of
-    blocking whoever reads.
+    Read as a regular file only (see :mod:`.files`), at most :data:`MAX_STATE_BYTES`: a link
+    planted in the runtime folder (to the server's own ``jpserver-<pid>.json`` and its token)
+    is not served, and a FIFO refuses at once instead of blocking whoever reads.
     """
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        handle = os.open(path, flags)
-    except FileNotFoundError:
-        return None
+        raw = read_regular(path, MAX_STATE_BYTES)
     except OSError as error:
-        raise ValueError(f"the state file cannot be opened ({_reason(error)})") from None
-    with os.fdopen(handle, "rb") as file:
-        info = os.fstat(file.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError("the state file is not a regular file")
-        if info.st_size > MAX_STATE_BYTES:
-            raise ValueError(f"the state file holds more than {MAX_STATE_BYTES} bytes")
-        raw = file.read(MAX_STATE_BYTES + 1)
-    if len(raw) > MAX_STATE_BYTES:
-        raise ValueError(f"the state file holds more than {MAX_STATE_BYTES} bytes")
-    return decode_state(raw)
+        raise ValueError(f"the state file cannot be read: {os_reason(error)}") from None
+    except ValueError as error:
+        raise ValueError(f"the state file cannot be read: {error}") from None
+    return None if raw is None else decode_state(raw)
 
 
 def decode_state(raw: bytes) -> KernelState:
@@ -153,13 +140,6 @@ def _finite(text: str) -> float:
 def _first_line(error: object, limit: int = 120) -> str:
     text = str(error).splitlines()[0] if str(error) else type(error).__name__
     return text if len(text) <= limit else f"{text[: limit - 1]}…"
-
-
-def _reason(error: OSError) -> str:
-    """An ``OSError`` in words, without the path it names."""
-    if error.errno == errno.ELOOP:
-        return "it is a link, which is not followed"
-    return error.strerror or type(error).__name__
 
 
 def kernel_state_of(data: Mapping[str, Any]) -> KernelState:

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..protocol.files import open_regular, read_regular
+
 try:
     import fcntl
 except ImportError:  # Windows: one process at a time, as before
@@ -27,6 +29,8 @@ except ImportError:  # Windows: one process at a time, as before
 
 #: Entries kept; the oldest go first.
 MAX_ENTRIES = 500
+#: The most the file is read of: 500 entries take about 100 kB.
+MAX_FILE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -109,7 +113,7 @@ class BatchMemory:
         if fcntl is None:
             yield
             return
-        lock = os.open(self.path.with_name(self.path.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o600)
+        lock = open_regular(self.path.with_name(self.path.name + ".lock"), os.O_CREAT | os.O_RDWR)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX)
             yield
@@ -117,8 +121,11 @@ class BatchMemory:
             os.close(lock)  # closing releases the lock
 
     def _read(self) -> dict[str, object]:
+        """The entries; none where the file is absent, not a regular file (a link, a FIFO that
+        would block the cell), too large, not JSON, or nested too deep."""
         try:
-            entries = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):  # absent, not JSON, or nested too deep
+            raw = read_regular(self.path, MAX_FILE_BYTES)
+            entries = json.loads(raw) if raw is not None else {}
+        except (OSError, ValueError, RecursionError):
             return {}
         return entries if isinstance(entries, dict) else {}

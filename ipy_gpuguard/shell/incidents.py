@@ -12,13 +12,14 @@ import os
 import sys
 import threading
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ..diagnosis import Diagnosis
 from ..protocol import SCHEMA_VERSION
+from ..protocol.files import open_regular, os_reason, readable_by_others
 
 #: How much of the file's end is read for the recent incidents: lines are short.
 _TAIL_BYTES = 256 * 1024
@@ -78,32 +79,60 @@ class IncidentLog:
     def append(self, incident: Incident) -> bool:
         """Append ``incident``; ``False`` (and one warning line) when the log cannot be written.
 
-        The log is created readable by its owner only, like the batch memory: it holds facts
-        of the person's work."""
-        line = json.dumps(asdict(incident), ensure_ascii=False, sort_keys=True) + "\n"
+        The log is a regular file of its owner's alone, like the batch memory: it holds facts
+        of the person's work, and the cell's source where configured. An existing log that
+        others can read is made the owner's alone, with one warning line; where it cannot be,
+        the incident goes in without the cell's source. A link at its path is not followed.
+        """
         try:
             with self._lock:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                handle = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                handle = open_regular(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
                 with os.fdopen(handle, "a", encoding="utf-8") as log:
-                    log.write(line)
+                    if incident.cell is not None and not self._private(log.fileno()):
+                        incident = replace(incident, cell=None)
+                    log.write(json.dumps(asdict(incident), ensure_ascii=False, sort_keys=True))
+                    log.write("\n")
         except OSError as error:
             print(
-                f"ipy_gpuguard: cannot write the incident log {self.path} ({error})",
+                f"ipy_gpuguard: cannot write the incident log {self.path} ({os_reason(error)})",
                 file=sys.stderr,
             )
             return False
         return True
 
-    def recent(self, count: int) -> list[dict[str, Any]]:
-        """The last ``count`` incidents, oldest first; lines that are not JSON are skipped."""
+    def _private(self, handle: int) -> bool:
+        """Whether the open log is its owner's alone, after making it so where others could
+        read it (one warning line either way)."""
+        if not readable_by_others(handle):
+            return True
         try:
-            with self.path.open("rb") as log:
-                log.seek(0, os.SEEK_END)
-                log.seek(max(log.tell() - _TAIL_BYTES, 0))
-                tail = log.read().decode("utf-8", "replace")
+            os.fchmod(handle, 0o600)
+        except OSError:
+            print(
+                f"ipy_gpuguard: the incident log {self.path} can be read by others and cannot be "
+                "made private: the cell's source is left out of it",
+                file=sys.stderr,
+            )
+            return False
+        print(
+            f"ipy_gpuguard: the incident log {self.path} could be read by others; it is now "
+            "yours alone (mode 0600), as it holds the cell's source",
+            file=sys.stderr,
+        )
+        return True
+
+    def recent(self, count: int) -> list[dict[str, Any]]:
+        """The last ``count`` incidents, oldest first; lines that are not JSON are skipped.
+        ``OSError`` when the log is not a regular file (a link, a FIFO)."""
+        try:
+            handle = open_regular(self.path, os.O_RDONLY)
         except FileNotFoundError:
             return []
+        with os.fdopen(handle, "rb") as log:
+            log.seek(0, os.SEEK_END)
+            log.seek(max(log.tell() - _TAIL_BYTES, 0))
+            tail = log.read().decode("utf-8", "replace")
         incidents = []
         for line in tail.splitlines():
             try:

@@ -8,6 +8,7 @@ that cannot be written costs one warning line, never the cell.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -129,10 +130,16 @@ class KernelStateFile:
             handle, temporary = tempfile.mkstemp(
                 dir=self.path.parent, prefix=".kernel-", suffix=".tmp"
             )
+        except OSError as error:
+            self._warn(error)
+            return
+        try:
             with os.fdopen(handle, "w", encoding="utf-8") as file:
                 file.write(text)
             os.replace(temporary, self.path)
         except OSError as error:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)  # a full disk leaves no empty file per write
             self._warn(error)
 
     def _warn(self, error: OSError) -> None:

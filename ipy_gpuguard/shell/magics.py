@@ -21,6 +21,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import Pretty, display
 
 from ..protocol import FIND_MAX, RETRY, Action, ActionArgs
+from ..protocol.files import os_reason
 from ..retry import AUTO_RETRY_RUNS, DEFAULT_RUNS, FIND_MAX_RUNS, retry_settings
 from ..ui.history import HistoryTable
 from .interrupts import StopCell, held_interrupt
@@ -405,7 +406,13 @@ class GPUGuardMagics(Magics):
             raise UsageError(
                 "%gpuguard history: the incident log is off (%config GPUGuard.incident_log = '')"
             )
-        return HistoryTable(log.recent(count), str(log.path))
+        try:
+            recent = log.recent(count)
+        except OSError as error:
+            raise UsageError(
+                f"%gpuguard history: cannot read the incident log {log.path} ({os_reason(error)})"
+            ) from None
+        return HistoryTable(recent, str(log.path))
 
     def _simulate(self, value: str | None) -> str:
         if value is None:

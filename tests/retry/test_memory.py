@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 import subprocess
 import sys
@@ -72,3 +73,23 @@ def test_two_processes_remembering_at_once_lose_nothing(tmp_path):
     assert [writer.wait(timeout=120) for writer in writers] == [0, 0]
     assert len(json.loads(path.read_text())) == 400
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_a_fifo_at_the_memory_is_an_empty_memory_at_once(tmp_path):
+    """Issue 22 item 6: a FIFO at the batch-size memory hung the guarded cell."""
+    path = tmp_path / "batch_sizes.json"
+    os.mkfifo(path)
+    memory = BatchMemory(path)
+    assert memory.recall("k") is None  # returns at once: nothing is written to the FIFO
+
+
+def test_the_lock_is_not_created_through_a_dangling_link(tmp_path, capsys):
+    """Issue 22 item 2: the memory's lock was created through a dangling link."""
+    target = tmp_path / "elsewhere" / "planted"
+    target.parent.mkdir()
+    path = tmp_path / "batch_sizes.json"
+    path.with_name(path.name + ".lock").symlink_to(target)
+    memory = BatchMemory(path)
+    assert memory.remember("k", Remembered(32, "BATCH", None, 1.0)) is False
+    assert not target.exists()
+    assert "a link, which the guard does not follow" in capsys.readouterr().err

@@ -133,12 +133,15 @@ async def test_a_fifo_or_a_huge_file_answers_at_once(jp_fetch, jp_runtime_dir):
     os.mkfifo(state_file(jp_runtime_dir, "k-fifo"))
     assert await refused(jp_fetch, kernel_id="k-fifo") == (
         500,
-        "kernel k-fifo: the state file is not a regular file",
+        "kernel k-fifo: the state file cannot be read: not a regular file",
     )
     with state_file(jp_runtime_dir, "k-huge").open("wb") as huge:
         huge.truncate(100 * 2**20)
     code, message = await refused(jp_fetch, kernel_id="k-huge")
-    assert (code, message) == (500, "kernel k-huge: the state file holds more than 1048576 bytes")
+    assert (code, message) == (
+        500,
+        "kernel k-huge: the state file cannot be read: it holds more than 1048576 bytes",
+    )
 
 
 async def test_a_dead_kernels_post_mortem_names_its_cell_and_the_likely_cause(

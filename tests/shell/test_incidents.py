@@ -4,6 +4,7 @@ import json
 import os
 import stat
 
+import pytest
 import tensorflow as tf
 
 from ipy_gpuguard.diagnosis import Context, diagnose
@@ -75,3 +76,40 @@ def test_a_deeply_nested_line_is_skipped(tmp_path):
     log = IncidentLog(tmp_path / "incidents.jsonl")
     log.path.write_text("[" * 100_000 + "]" * 100_000 + '\n{"rule_id": "oom.tf.tensor"}\n')
     assert log.recent(5) == [{"rule_id": "oom.tf.tensor"}]
+
+
+def test_a_link_planted_at_the_log_is_not_followed(tmp_path, capsys):
+    """Issue 22 item 2: a failed cell appended its JSON to the person's own file."""
+    own = tmp_path / "notes.txt"
+    own.write_text("the person's notes\n")
+    (tmp_path / "incidents.jsonl").symlink_to(own)
+    log = IncidentLog(tmp_path / "incidents.jsonl")
+    assert log.append(incident()) is False
+    assert own.read_text() == "the person's notes\n"
+    warning = capsys.readouterr().err
+    assert "a link, which the guard does not follow" in warning
+    assert len(warning.splitlines()) == 1
+
+
+def test_a_log_others_can_read_is_made_private_before_it_gets_the_cells_source(tmp_path, capsys):
+    """Issue 22 item 3: a log of mode 0644 got the cell's source (an API_KEY line), no warning."""
+    path = tmp_path / "incidents.jsonl"
+    path.write_text("")
+    path.chmod(0o644)
+    log = IncidentLog(path)
+    assert log.append(incident(cell="API_KEY = 'k'\nmodel.fit(x)"))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert "could be read by others; it is now yours alone" in capsys.readouterr().err
+    assert log.recent(1)[0]["cell"].startswith("API_KEY")
+
+
+def test_a_fifo_at_the_log_neither_hangs_the_cell_nor_history(tmp_path, capsys):
+    """Issue 22 item 6: a FIFO at the incident log hung the guarded cell, and Stop could not
+    end it (the guard held SIGINT)."""
+    path = tmp_path / "incidents.jsonl"
+    os.mkfifo(path)
+    log = IncidentLog(path)
+    assert log.append(incident()) is False
+    assert "not a regular file" in capsys.readouterr().err
+    with pytest.raises(OSError, match="not a regular file"):
+        log.recent(1)

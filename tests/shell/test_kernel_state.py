@@ -75,3 +75,22 @@ def test_a_state_file_that_cannot_be_written_is_one_warning_line(tmp_path, capsy
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert err.startswith("ipy_gpuguard: cannot write the kernel's state file")
+
+
+def test_a_write_that_fails_leaves_no_temporary_file(tmp_path, monkeypatch, capsys):
+    """Issue 22 item 17: a full runtime disk left one empty temporary file per failed write."""
+    import errno
+    import os
+
+    from ipy_gpuguard.shell import kernel_state
+
+    def full(source, target):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(kernel_state.os, "replace", full)
+    path = tmp_path / "ipy_gpuguard" / "kernel-k1.json"
+    state = KernelStateFile(path, "k1")
+    for count in range(3):
+        state.cell_started(RunningCell(f"cell-{count}", count, "model.fit(x)"))
+    assert os.listdir(path.parent) == []
+    assert "No space left on device" in capsys.readouterr().err
