@@ -27,7 +27,8 @@ def free_failure_memory(
     baseline_bytes: int | None,
     modules: Mapping[str, ModuleType] | None = None,
 ) -> Reclaimed:
-    """Clear the frames of ``error``'s chain and the interpreter's last-error references, then collect.
+    """Clear the frames of ``error``'s chain and the interpreter's last-error references to it,
+    then collect.
 
     The shell's last execution result keeps the error itself, since the kernel reads it for the
     reply's ``error`` status; its frames are what held the memory, and they are cleared.
@@ -43,7 +44,7 @@ def free_failure_memory(
     cleared = 0
     if error is not None:
         cleared = clear_chain_frames(error)
-    _drop_last_exception()
+        _drop_last_exception(error)
     loaded = sys.modules if modules is None else modules
     clear_keras_session(loaded)
     gc.collect()
@@ -110,8 +111,11 @@ def release_cached_blocks(modules: Mapping[str, ModuleType]) -> None:
         cuda.empty_cache()
 
 
-def _drop_last_exception() -> None:
-    """``sys.last_value`` and friends, which IPython sets for ``%debug``."""
+def _drop_last_exception(error: BaseException) -> None:
+    """``sys.last_value`` and friends, which IPython sets for ``%debug``, when they hold
+    ``error``: a later failure is the person's to debug."""
+    if getattr(sys, "last_value", None) is not error:
+        return
     for name in ("last_type", "last_value", "last_traceback", "last_exc"):
         if hasattr(sys, name):
             setattr(sys, name, None)

@@ -81,7 +81,10 @@ def remediate(
     freeing = out_of_memory and (policy.free_memory_on_oom or auto)
     parts = CardParts(reclaimed=PENDING if freeing else None, request=request, can_free_memory=True)
     # The card first: freeing can take seconds (clear_session took 4.3 s on PyTorch on an H100).
-    live = present(diagnosis, (DEBUG_NOTE,) if freeing else (), parts, lambda: free_memory_now(run))
+    failed = FailureMark.of(error)  # what the card's button frees, without keeping it alive
+    live = present(
+        diagnosis, (DEBUG_NOTE,) if freeing else (), parts, lambda: free_memory_now(run, failed)
+    )
     reclaimed = None
     if freeing:
         reclaimed = free_failure_memory(error, run.read_allocator, run.allocator_baseline_bytes)
@@ -147,7 +150,30 @@ def _outcome(freed: bool, fixed_at: int | None) -> str:
     return "freed memory" if freed else "card shown"
 
 
-def free_memory_now(run: FailedRun) -> Reclaimed:
-    """The card's "Free GPU memory": clear the last error's frames, Keras' state, collect."""
+@dataclass(frozen=True)
+class FailureMark:
+    """Tells a card's own failure from any other without keeping it alive (exceptions take no
+    weak references, and a kept one would pin the memory it is to free): its identity, type
+    and message, all three, since a freed object's address is soon another's."""
+
+    identity: int
+    kind: type
+    message: str
+
+    @classmethod
+    def of(cls, error: BaseException) -> FailureMark:
+        return cls(id(error), type(error), str(error))
+
+    def marks(self, error: object) -> bool:
+        return (
+            id(error) == self.identity and type(error) is self.kind and str(error) == self.message
+        )
+
+
+def free_memory_now(run: FailedRun, failed: FailureMark) -> Reclaimed:
+    """The card's "Free GPU memory": clear its own failure's frames where IPython still holds it
+    for ``%debug``, then Keras' state, and collect. A later, unrelated error is the person's,
+    and left alone; a failure nobody holds any more is collected."""
     last = getattr(sys, "last_value", None)
-    return free_failure_memory(last, run.read_allocator, run.allocator_baseline_bytes)
+    own = last if last is not None and failed.marks(last) else None
+    return free_failure_memory(own, run.read_allocator, run.allocator_baseline_bytes)

@@ -166,3 +166,30 @@ def test_a_failing_auto_retry_cell_is_read_for_its_batch_size_once(
     shell.run_cell(cell)
     assert "Retry: batch size" in capsys.readouterr().out  # the card offered a size
     assert read.count(cell) == 1
+
+
+def test_free_memory_on_a_card_leaves_a_later_unrelated_error_alone(shell, capsys):
+    """Issue 22 item 4: "Free GPU memory" cleared whatever failure Python held last: a later
+    error's ``sys.last_value``, traceback and frame locals were gone, and ``%debug`` had
+    nothing."""
+    import sys
+
+    from ipy_gpuguard.protocol import FREE_MEMORY, Action
+
+    shell.run_line_magic("config", "GPUGuard.free_memory_on_oom = False")
+    shell.run_cell(
+        "%%gpuguard\nBATCH = 512\nraise RuntimeError('CUDA out of memory. Tried to allocate 2.00 GiB')"
+    )
+    session = guard_magics(shell).session
+    card = session.last_retry_card
+    assert card is not None
+    shell.run_cell(
+        "def divide(numbers):\n    total = sum(numbers)\n    return total / 0\ndivide([1, 2])"
+    )
+    later = sys.last_value
+    assert isinstance(later, ZeroDivisionError)
+    result = session.act(Action(FREE_MEMORY, card))
+    assert result.ok
+    assert sys.last_value is later
+    frame = later.__traceback__.tb_next.tb_next.tb_frame  # divide's frame
+    assert frame.f_locals["total"] == 3  # what %debug shows
