@@ -148,9 +148,13 @@ class NativeLogTee:
         handed_over = False
         try:
             while True:
-                ready, _, _ = select.select([read_end], [], [], _POLL_S)
+                # Read before the wait: stop() closes this process's writer before it says
+                # stop, so once stopping, an end of file is already there to be seen at once.
+                # (Deciding after a wait that ran out handed a pipe at its end of file over.)
+                stopping = self._stop.is_set()
+                ready, _, _ = select.select([read_end], [], [], 0 if stopping else _POLL_S)
                 if not ready:
-                    if self._stop.is_set():
+                    if stopping:
                         # Nothing to read and no end of file: a child still holds the pipe.
                         handed_over = self._hand_over(read_end, saved)
                         break

@@ -67,3 +67,31 @@ def test_a_line_without_an_end_is_kept_bounded():
     assert tee._lines[-1].startswith("\r12/100 [==>....]")
     assert len(tee._lines[-1]) <= 4000
     assert tee._partial == b"next"
+
+
+def test_a_stop_that_lands_as_a_wait_runs_out_hands_nothing_over(monkeypatch):
+    """Issue 22 item 19: under load the drain thread was still alive after a plain cell. The
+    stop landed between a wait that ran out and the check of the stop flag, and the pipe, at
+    its end of file already, was handed over as if a child still held it."""
+    from ipy_gpuguard.shell import native_log
+
+    drain = PipeDrain()
+    tee = NativeLogTee(drain)
+    real_select = native_log.select.select
+    waits = []
+
+    def stop_lands_as_the_wait_runs_out(readers, writers, errors, timeout):
+        ready = real_select(readers, writers, errors, timeout)
+        if timeout and not ready[0] and not waits:  # the first wait that runs out
+            waits.append(timeout)
+            os.dup2(tee._saved, 2)  # what stop() does, in its order: the writer first
+            tee._stop.set()
+        return ready
+
+    monkeypatch.setattr(native_log.select, "select", stop_lands_as_the_wait_runs_out)
+    tee.start()
+    tee._thread.join(timeout=10)
+    assert waits
+    assert drain.pipes == 0
+    assert not any(t.name == "ipy_gpuguard-native-log-drain" for t in threading.enumerate())
+    tee.stop()
