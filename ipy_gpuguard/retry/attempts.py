@@ -39,6 +39,7 @@ class RunOutcome:
     peak_bytes: int | None = None
     allocator_after_bytes: int | None = None  # after freeing a failure's memory
     reclaimed: Reclaim | None = None  # what that freeing gave back, as the card says it
+    interrupted: bool = False  # the person's Stop reached the run: no further attempt
 
 
 @dataclass(frozen=True)
@@ -125,8 +126,8 @@ class CellRetry:
         report: Callable[[Attempt], None],
         around: AroundRun | None = None,
     ) -> Attempt | None:
-        """Attempt by itself, up to ``runs`` times; stops at a failure other than memory, or
-        when memory is not coming back, after a last run at the largest size that fitted (so
+        """Attempt by itself, up to ``runs`` times; stops at the person's Stop, at a failure
+        other than memory, or when memory is not coming back, after a last run at the largest size that fitted (so
         that the search ends on a run that fits, whose variables the cell then has). Returns
         the last attempt."""
         if find_max and not self.search.settings.find_max:
@@ -138,7 +139,7 @@ class CellRetry:
                 break
             last = self.attempt(step.size, around)
             report(last)
-            if not (last.fits or last.outcome.out_of_memory):
+            if last.outcome.interrupted or not (last.fits or last.outcome.out_of_memory):
                 break
             if self.memory_held(last):
                 best = self.search.largest_fitting

@@ -50,6 +50,35 @@ def held_interrupt() -> Iterator[Interrupted]:
         signal.signal(signal.SIGINT, previous)
 
 
+@contextlib.contextmanager
+def noted_interrupts() -> Iterator[Interrupted]:
+    """Note each SIGINT that arrives in the block, then let it act as it would have
+    (``KeyboardInterrupt``). One raised where Python cannot raise it (in a finaliser: "Exception
+    ignored") is still noted, so a retry's attempts stop at the person's Stop wherever it lands.
+    """
+    interrupted = Interrupted()
+    if threading.current_thread() is not threading.main_thread():
+        yield interrupted
+        return
+
+    def note(signum: int, frame: Any) -> None:
+        interrupted.received = True
+        if callable(previous):
+            previous(signum, frame)
+        elif previous == signal.SIG_DFL:
+            signal.default_int_handler(signum, frame)
+
+    try:
+        previous = signal.signal(signal.SIGINT, note)
+    except ValueError:  # not the main interpreter
+        yield interrupted
+        return
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class CellStopped(InputRejected):
     """The cell was stopped before it ran; IPython shows this line instead of a traceback."""
 

@@ -326,6 +326,7 @@ class GPUGuardMagics(Magics):
                     _count_of_cell_starting(self.shell),
                 )
             if interrupted.received:  # the person stopped the cell before it ran
+                self.session.attempt_interrupted()
                 self.session.end(depth)
                 self.stopper.stop("the cell was interrupted as its guard started; it did not run")
 
@@ -352,7 +353,9 @@ class GPUGuardMagics(Magics):
             finished = _guard_failure_in_one_line(
                 "finish", lambda: self.session.end(depth, ended_with)
             )
-        if interrupted.received:
+        if interrupted.received and self.session.recording_attempt:
+            self.session.attempt_interrupted()  # a retry's attempt: no further one runs
+        elif interrupted.received:
             print(
                 "ipy_gpuguard: interrupted while the guard finished the cell; it finished, "
                 "and the cell's own result stands",
@@ -568,9 +571,16 @@ _CONSEQUENCES = {
 
 
 def _guard_failure_in_one_line(stage: str, action: Callable[[], T]) -> T | None:
-    """Run a step of the guard; its failure is one line on stderr, never a second traceback."""
+    """Run a step of the guard; its failure, or the person's Stop landing in it, is one line
+    on stderr, never a second traceback."""
     try:
         return action()
+    except KeyboardInterrupt:
+        print(
+            f"ipy_gpuguard: interrupted while the guard was to {stage}; {_CONSEQUENCES[stage]}",
+            file=sys.stderr,
+        )
+        return None
     except Exception as error:
         print(
             f"ipy_gpuguard: the guard failed to {stage} ({type(error).__name__}: {error}); "

@@ -96,7 +96,14 @@ def remediate(
         live.retry(None, settings.auto_runs, settings.find_max, None)
         live.display.show(live.card, live.verdict_message())
     verdict = verdict_of(retry)
-    fixed = verdict is not None and verdict.state == FIXED
+    stopped = retry is not None and any(a.outcome.interrupted for a in retry.attempts)
+    fixed = verdict is not None and verdict.state == FIXED and not stopped
+    if stopped:
+        print(
+            "ipy_gpuguard: the retries stopped at your interrupt; no further one runs, and the "
+            "cell's error stands",
+            file=sys.stderr,
+        )
     if policy.incident_log is not None:
         policy.incident_log.append(
             Incident.of(

@@ -34,6 +34,7 @@ from .card_display import CardDisplay, DataDisplay, TextDisplay, WidgetDisplay
 from .config import GPUGuard
 from .guarded_run import GuardedRun
 from .incidents import IncidentLog
+from .interrupts import noted_interrupts
 from .kernel_state import KernelStateFile
 from .live_hang import LiveHangCards
 from .native_log import PipeDrain
@@ -329,11 +330,19 @@ class GuardSession:
         self._recording = outcome
         try:
             self._runner.namespace.update(rewritten.namespace)
-            # A terminal prints each attempt in one line; its traceback would be hundreds.
-            self._runner.run_cell(rewritten.source, quiet=not self.live)
+            with noted_interrupts() as noted:
+                # A terminal prints each attempt in one line; its traceback would be hundreds.
+                self._runner.run_cell(rewritten.source, quiet=not self.live)
         finally:
             self._recording = None
+        outcome.interrupted = outcome.interrupted or noted.received
         return outcome
+
+    def attempt_interrupted(self) -> None:
+        """The person's Stop reached the guard's own start or finish of an attempt, which held
+        it: the attempts stop there, as if it had reached the cell."""
+        if self._recording is not None:
+            self._recording.interrupted = True
 
     def record_attempt(self, finished: FinishedCell, error: BaseException | None) -> None:
         """How a retry's cell ended: its allocator peak; on failure, its diagnosis, and memory freed."""
@@ -341,6 +350,8 @@ class GuardSession:
         assert outcome is not None
         outcome.finished = True
         outcome.peak_bytes = finished.run.allocator_peak_bytes(finished.view)
+        if isinstance(error, KeyboardInterrupt) and not finished.run.watchdog.interrupt:
+            outcome.interrupted = True
         if error is not None:
             attempt_failed(
                 error, finished.run.failed_run(finished.view), outcome, self.last_failure
