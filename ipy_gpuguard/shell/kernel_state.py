@@ -8,6 +8,7 @@ that cannot be written costs one warning line, never the cell.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -23,6 +24,8 @@ from pathlib import Path
 import psutil
 
 from ..protocol import DeviceState, KernelState, RunningCell, to_json
+from ..protocol.files import read_regular
+from ..protocol.state import MAX_STATE_BYTES
 from ..telemetry import DeviceInfo, Sample
 from ..watchdog import ProgressSnapshot
 
@@ -70,8 +73,10 @@ class KernelStateFile:
 
     def loaded(self) -> None:
         """The guard was loaded: this process's record replaces any that an earlier process of
-        the same kernel (before a restart) left, which a post-mortem would misread."""
+        the same kernel (before a restart) left, which a post-mortem would misread. A kernel
+        that ends cleanly removes it (a kernel that dies leaves it for the post-mortem)."""
         self._update(force=True, **host_memory())
+        atexit.register(self.remove)
 
     def cell_started(self, cell: RunningCell) -> None:
         self._update(
@@ -106,6 +111,16 @@ class KernelStateFile:
         return {"phase": progress.phase, "step": progress.steps, "last_step_at": last_step_at}
 
     def remove(self) -> None:
+        """Remove this process's record; one that another process wrote (a second kernel of
+        the same id) is that process's, and stays."""
+        atexit.unregister(self.remove)
+        try:
+            raw = read_regular(self.path, MAX_STATE_BYTES)
+            recorded = json.loads(raw) if raw is not None else None
+        except (OSError, ValueError, RecursionError):
+            return
+        if not isinstance(recorded, dict) or recorded.get("pid") != self.state.pid:
+            return
         try:
             self.path.unlink(missing_ok=True)
         except OSError as error:

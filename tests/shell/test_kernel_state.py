@@ -94,3 +94,44 @@ def test_a_write_that_fails_leaves_no_temporary_file(tmp_path, monkeypatch, caps
         state.cell_started(RunningCell(f"cell-{count}", count, "model.fit(x)"))
     assert os.listdir(path.parent) == []
     assert "No space left on device" in capsys.readouterr().err
+
+
+def test_a_record_another_process_wrote_is_not_removed(tmp_path):
+    """Issue 22 item 17: two kernels with one id deleted each other's record."""
+    path = tmp_path / "ipy_gpuguard" / "kernel-k1.json"
+    mine = KernelStateFile(path, "k1")
+    mine.loaded()
+    theirs = json.loads(path.read_text())
+    theirs["pid"] = mine.state.pid + 1
+    path.write_text(json.dumps(theirs))
+    mine.remove()
+    assert json.loads(path.read_text())["pid"] == mine.state.pid + 1
+    path.write_text(json.dumps({**theirs, "pid": mine.state.pid}))
+    mine.remove()
+    assert not path.exists()
+
+
+def test_a_kernel_that_ends_cleanly_leaves_no_record(tmp_path):
+    """Issue 22 item 17: state files survived a clean kernel shutdown, with the cell's first
+    line; only a kernel that dies leaves one, for its post-mortem."""
+    import subprocess
+
+    path = tmp_path / "ipy_gpuguard" / "kernel-k1.json"
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from ipy_gpuguard.shell.kernel_state import KernelStateFile\n"
+        "state = KernelStateFile(Path(sys.argv[1]), 'k1')\n"
+        "state.loaded()\n"
+        "print(state.path.exists())\n"
+    )
+    ended = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert ended.stdout.strip() == "True"  # it was there while the process ran
+    assert not path.exists()
+    died = subprocess.run(
+        [sys.executable, "-c", script + "import os; os._exit(1)\n", str(path)], timeout=60
+    )
+    assert died.returncode == 1
+    assert path.exists()  # a death leaves it
