@@ -20,6 +20,11 @@ from execute import execute  # noqa: E402
 
 pytestmark = pytest.mark.kernel
 
+#: The longest a cell may run (the slowest takes under 30 s with both cores busy): a cell that
+#: hangs is then named by nbclient, where pytest's own timeout would stop the test without a
+#: word of the kernel.
+CELL_TIMEOUT_S = 120
+
 
 @pytest.fixture(autouse=True)
 def own_jupyter_data(monkeypatch, tmp_path_factory):
@@ -31,7 +36,7 @@ def own_jupyter_data(monkeypatch, tmp_path_factory):
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
 def test_notebook_runs_and_shows_the_frozen_summary(notebook, tmp_path):
-    executed = nbformat.read(execute(notebook, tmp_path), as_version=4)
+    executed = nbformat.read(execute(notebook, tmp_path, CELL_TIMEOUT_S), as_version=4)
     code = [cell for cell in executed.cells if cell.cell_type == "code"]
     outputs = [output for cell in code for output in cell.outputs]
     for cell in code:
@@ -52,7 +57,7 @@ def test_notebook_runs_and_shows_the_frozen_summary(notebook, tmp_path):
 def test_oom_recovery_recovers_with_the_retry_and_by_itself(tmp_path, own_jupyter_data):
     person_data_dir = own_jupyter_data
     notebook = NOTEBOOKS[0].parent / "oom_recovery.ipynb"
-    executed = nbformat.read(execute(notebook, tmp_path), as_version=4)
+    executed = nbformat.read(execute(notebook, tmp_path, CELL_TIMEOUT_S), as_version=4)
     texts = [
         output.get("text", "") + output.get("data", {}).get("text/plain", "")
         for cell in executed.cells
@@ -79,7 +84,7 @@ def test_oom_recovery_recovers_with_the_retry_and_by_itself(tmp_path, own_jupyte
 
 def test_hang_watchdog_finds_the_stall_shows_where_and_interrupts(tmp_path):
     notebook = NOTEBOOKS[0].parent / "hang_watchdog.ipynb"
-    executed = nbformat.read(execute(notebook, tmp_path), as_version=4)
+    executed = nbformat.read(execute(notebook, tmp_path, CELL_TIMEOUT_S), as_version=4)
     outputs = {
         cell.source.splitlines()[-1]: cell.outputs
         for cell in executed.cells
@@ -114,7 +119,7 @@ def test_hang_watchdog_finds_the_stall_shows_where_and_interrupts(tmp_path):
 
 def test_doctor_shows_the_report_and_the_setting_it_flags(tmp_path):
     notebook = NOTEBOOKS[0].parent / "doctor.ipynb"
-    executed = nbformat.read(execute(notebook, tmp_path), as_version=4)
+    executed = nbformat.read(execute(notebook, tmp_path, CELL_TIMEOUT_S), as_version=4)
     outputs = [
         output for cell in executed.cells if cell.cell_type == "code" for output in cell.outputs
     ]
