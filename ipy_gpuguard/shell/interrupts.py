@@ -31,23 +31,8 @@ class Interrupted:
 def held_interrupt() -> Iterator[Interrupted]:
     """Hold SIGINT for the block (on the main thread; elsewhere, or where signals are not
     ours to handle, the block runs as it is)."""
-    interrupted = Interrupted()
-    if threading.current_thread() is not threading.main_thread():
+    with _sigint_noted(passed_on=False) as interrupted:
         yield interrupted
-        return
-
-    def hold(signum: int, frame: Any) -> None:
-        interrupted.received = True
-
-    try:
-        previous = signal.signal(signal.SIGINT, hold)
-    except ValueError:  # not the main interpreter
-        yield interrupted
-        return
-    try:
-        yield interrupted
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 @contextlib.contextmanager
@@ -56,6 +41,14 @@ def noted_interrupts() -> Iterator[Interrupted]:
     (``KeyboardInterrupt``). One raised where Python cannot raise it (in a finaliser: "Exception
     ignored") is still noted, so a retry's attempts stop at the person's Stop wherever it lands.
     """
+    with _sigint_noted(passed_on=True) as interrupted:
+        yield interrupted
+
+
+@contextlib.contextmanager
+def _sigint_noted(passed_on: bool) -> Iterator[Interrupted]:
+    """SIGINT's handler for the block notes each one, and with ``passed_on`` hands it to the
+    handler it replaced; on the main thread only (signals are not ours elsewhere)."""
     interrupted = Interrupted()
     if threading.current_thread() is not threading.main_thread():
         yield interrupted
@@ -63,6 +56,8 @@ def noted_interrupts() -> Iterator[Interrupted]:
 
     def note(signum: int, frame: Any) -> None:
         interrupted.received = True
+        if not passed_on:
+            return
         if callable(previous):
             previous(signum, frame)
         elif previous == signal.SIG_DFL:

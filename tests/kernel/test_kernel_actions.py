@@ -36,6 +36,16 @@ def comm_messages(messages, comm_id):
     ]
 
 
+def load_and_take_the_comm(client):
+    """Load the guard; the kernel opens the comm as it loads: its id, for the frontend's side."""
+    loaded = execute(client, "%load_ext ipy_gpuguard")
+    (opened,) = [
+        m["content"] for m in loaded.of_type("comm_open")
+        if m["content"]["target_name"] == "ipy_gpuguard.actions"
+    ]  # fmt: skip
+    return opened["comm_id"]
+
+
 def send_on_comm(client, comm_id, data, timeout=240):
     message = client.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
     client.shell_channel.send(message)
@@ -115,13 +125,7 @@ time.sleep(60)"""
 def test_a_stall_is_shown_as_a_card_while_the_cell_still_runs(tmp_path):
     """The lab extension's Interrupt button needs the stall as a card while the cell runs."""
     with kernel(GPUGUARD_SIMULATE="8GiB", JUPYTER_DATA_DIR=str(tmp_path)) as client:
-        loaded = execute(client, "%load_ext ipy_gpuguard")
-        # The kernel opens the comm as the guard loads; the frontend answers the handshake on it.
-        (opened,) = [
-            m["content"] for m in loaded.of_type("comm_open")
-            if m["content"]["target_name"] == "ipy_gpuguard.actions"
-        ]  # fmt: skip
-        comm_id = opened["comm_id"]
+        comm_id = load_and_take_the_comm(client)
         answer = send_on_comm(client, comm_id, {"renders": ["card"]})
         assert comm_messages(answer, comm_id) == [{"cards": [], "version": SCHEMA_VERSION}]
         msg_id = client.execute(STALLING)
@@ -146,12 +150,7 @@ def test_the_comm_refuses_what_the_schema_forbids_in_a_short_sentence(tmp_path):
     """Issue 22 item 14: an extra field and a batch size of 10**30 were taken (the cell reran),
     and the refusal of a 10 MB payload echoed all 10 MB back."""
     with kernel(GPUGUARD_SIMULATE="8GiB", JUPYTER_DATA_DIR=str(tmp_path)) as client:
-        loaded = execute(client, "%load_ext ipy_gpuguard")
-        (opened,) = [
-            m["content"] for m in loaded.of_type("comm_open")
-            if m["content"]["target_name"] == "ipy_gpuguard.actions"
-        ]  # fmt: skip
-        comm_id = opened["comm_id"]
+        comm_id = load_and_take_the_comm(client)
         sent = [
             {"action": "retry", "card": "c1", "extra": 1},
             {"action": "retry", "card": "c1", "args": {"batch_size": 10**30}},

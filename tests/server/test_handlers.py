@@ -150,23 +150,7 @@ async def test_a_dead_kernels_post_mortem_names_its_cell_and_the_likely_cause(
     with pytest.raises(HTTPClientError) as missing:
         await jp_fetch("ipy-gpuguard", "api", "v1", "kernels", "k-2", "post-mortem")
     assert missing.value.code == 404
-    state = {
-        "pid": 42,
-        "kernel_id": "k-2",
-        "updated_at": 100.0,
-        "running": True,
-        "cell": {"cell_id": "c-7", "execution_count": 7, "first_line": "model.fit(x, y)"},
-        "phase": "fit",
-        "step": 12,
-        "last_step_at": 99.5,
-        "devices": [],
-        "last_rule_id": None,
-        "outcome": None,
-        "host_available_bytes": 2**28,
-        "host_total_bytes": 2**34,
-        "platform": "linux",
-        "version": SCHEMA_VERSION,
-    }
+    state = record(kernel_id="k-2")
     folder = jp_runtime_dir / "ipy_gpuguard"
     folder.mkdir()
     (folder / "kernel-k-2.json").write_text(json.dumps(state))
