@@ -7,8 +7,9 @@ the session gives, and what a card shows of a retry is built from its state in `
 
 from .attempts import Attempt, CellRetry, RetrySetup, RunOutcome
 from .find import BatchFinding, BatchTarget, Literal, find_batch_size
+from .frames import CellFrame, cell_frames
 from .memory import BatchMemory, Remembered, cell_key
-from .plan import RetryRequest, failing_cell_line, plan_retry, remembered_note
+from .plan import RetryRequest, plan_retry, remembered_note
 from .rewrite import Rewrite, rewrite, without_batch_size
 from .search import BatchSearch, SearchSettings, Step, Trial
 from .settings import (
@@ -34,6 +35,7 @@ __all__ = [
     "BatchMemory",
     "BatchSearch",
     "BatchTarget",
+    "CellFrame",
     "CellRetry",
     "Literal",
     "Remembered",
@@ -45,9 +47,9 @@ __all__ = [
     "SearchSettings",
     "Step",
     "Trial",
+    "cell_frames",
     "cell_key",
     "decide",
-    "failing_cell_line",
     "find_batch_size",
     "plan_retry",
     "remembered_note",

@@ -5,6 +5,13 @@ A batch size reaches the framework as ``batch_size=`` in any call (``fit``, ``ev
 ``tf.data`` pipeline, or positionally in Keras' ``fit(x, y, 64)``. Its value is a literal there,
 a name assigned a literal in the cell (``BATCH_SIZE = 64``), or a name from an earlier cell,
 which a retry sets in the namespace instead.
+
+When the cell has failed, the number to change is the one that reached the failing call in
+that run: the call on a line the cell's frames were running (innermost first), else what flows
+into it, else the one batch size that ran before it. Where the syntax cannot show it (a size
+set in two branches and the run's values do not tell which ran, two sizes that both could have
+run), the finding says so and names ``--batch-var``: a retry that changes the wrong number
+reruns the failure and says it changed something.
 """
 
 from __future__ import annotations
@@ -12,9 +19,11 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 
+from .flow import Scope, Statement, names_read, own_nodes
+from .frames import CellFrame
 from .source import CellSource
 
 #: Methods whose first argument is a batch size (``tf.data.Dataset``).
@@ -57,16 +66,78 @@ class BatchTarget:
 
 @dataclass(frozen=True)
 class BatchFinding:
-    """The batch size of a cell, or why there is none to change (``reason``, a sentence)."""
+    """The batch size of a cell, or why there is none to change (``reason``, a sentence).
+
+    ``needs_the_run``: which number it is depends on what the cell's run did (a size set in
+    two branches): a failure can tell, the cell's text alone cannot.
+    """
 
     target: BatchTarget | None
     reason: str = ""
     choices: tuple[BatchTarget, ...] = ()
     accumulation: Literal | None = None
+    needs_the_run: bool = False
+
+
+@dataclass(frozen=True)
+class _Cannot:
+    """Why a use's batch size is not a number the guard can change; ``parameter``: it is a
+    function's parameter, set where the function is called."""
+
+    reason: str
+    parameter: bool = False
+
+
+@dataclass(frozen=True)
+class _Branches:
+    """A name set differently in several branches: which one reached the call depends on the
+    run, whose values (the name's, in ``scope``) tell when exactly one candidate matches."""
+
+    name: str
+    scope: Scope = field(compare=False)
+    candidates: tuple[BatchTarget | _Cannot, ...]
+    use: str
+    line: int
+
+    def decide(self, value: int | None) -> BatchTarget | _Cannot:
+        """The candidate the run's ``value`` of the name shows, or why none is shown."""
+        matching = [c for c in self.candidates if value is not None and _may_be(c, value)]
+        return matching[0] if len(matching) == 1 else self.undecided()
+
+    def undecided(self) -> _Cannot:
+        lines = sorted(
+            {c.literal.line for c in self.candidates if isinstance(c, BatchTarget) and c.literal}
+        )
+        where = f" (lines {', '.join(map(str, lines))})" if lines else ""
+        return _Cannot(
+            f"{self.name}, the batch size in {self.use} on line {self.line}, is set in more than "
+            f"one branch{where} and the guard cannot tell which one ran: set it once before "
+            "the call, or name a variable set once with %%gpuguard --batch-var NAME"
+        )
+
+
+_Found = BatchTarget | _Cannot | _Branches
+
+
+def _may_be(candidate: BatchTarget | _Cannot, value: int) -> bool:
+    if isinstance(candidate, BatchTarget) and candidate.literal is not None:
+        return candidate.literal.value == value
+    return True  # a name of an earlier cell, or a value the guard cannot read: it may be
+
+
+@dataclass(frozen=True)
+class _Use:
+    """A batch size handed to a call: what sets it, the call's lines, where the call runs."""
+
+    found: _Found
+    lines: range
+    scope: Scope = field(compare=False)
+    statement: Statement = field(compare=False)
+    text: str = ""
 
 
 def find_batch_size(
-    cell: str, batch_var: str | None = None, failing_line: int | None = None
+    cell: str, batch_var: str | None = None, failing: Sequence[CellFrame] = ()
 ) -> BatchFinding:
     """Find the one batch size a retry should change.
 
@@ -74,132 +145,202 @@ def find_batch_size(
     ----------
     batch_var
         The variable the person named (``--batch-var``): it wins over everything found.
-    failing_line
-        The cell's line the error came from: among several batch sizes, the one used there.
+    failing
+        The cell's frames when it failed, outermost first (:func:`.frames.cell_frames`):
+        the batch size that reached the failing call. Empty: the cell has not failed.
     """
-    return read_batch_sizes(cell, batch_var).at(failing_line)
+    return read_batch_sizes(cell, batch_var).at(tuple(failing))
 
 
 @dataclass(frozen=True)
 class BatchSizes:
-    """Every batch size a cell hands to a call, with the lines of that call, in the cell's
-    order; ``otherwise``: the finding when it hands none."""
+    """Every batch size a cell hands to a call, in the cell's order, read once."""
 
-    uses: tuple[tuple[BatchTarget, range], ...]
-    otherwise: BatchFinding
+    uses: tuple[_Use, ...]
+    root: Scope | None = field(compare=False)
+    source: CellSource
+    named: _Found | None = None
+    unreadable: str = ""
     accumulation: Literal | None = None
 
-    def at(self, failing_line: int | None) -> BatchFinding:
-        """The batch size used on the failing line, else the cell's first."""
-        if not self.uses:
-            return self.otherwise
-        at_failure = [target for target, lines in self.uses if failing_line in lines]
-        target = at_failure[0] if at_failure else self.uses[0][0]
-        return BatchFinding(target, accumulation=self.accumulation)
+    def at(self, failing: tuple[CellFrame, ...]) -> BatchFinding:
+        """The batch size of the failing call (``failing``: the cell's frames), else the
+        cell's first (nothing has failed yet)."""
+        if self.root is None:
+            return BatchFinding(None, self.unreadable)
+        placed = [(frame, self._scope_of(frame)) for frame in failing]
+        if self.named is not None:
+            return self._finding(self.named, placed)
+        if not failing:
+            return self._finding(self.uses[0].found, placed) if self.uses else self._otherwise()
+        parameter = None
+        for frame, scope in reversed(placed):
+            on_line = [u for u in self.uses if u.scope is scope and frame.line in u.lines]
+            if on_line:
+                finding = self._finding(on_line[0].found, placed)
+                if not isinstance(on_line[0].found, _Cannot) or not on_line[0].found.parameter:
+                    return finding
+                parameter = parameter or finding  # set where the function is called: look out
+        feeding = self._feeding(placed)
+        if feeding:
+            return self._finding(feeding[0].found, placed)
+        return self._ran_before(placed) or parameter or self._otherwise(failing[0].line)
+
+    def _finding(self, found: _Found, placed: list[tuple[CellFrame, Scope | None]]) -> BatchFinding:
+        if isinstance(found, _Branches):
+            frames = [frame for frame, scope in placed if scope is found.scope]
+            if not frames:
+                return BatchFinding(
+                    None,
+                    found.undecided().reason,
+                    accumulation=self.accumulation,
+                    needs_the_run=True,
+                )
+            decided = found.decide(frames[-1].integers.get(found.name))
+            return self._finding(decided, placed)
+        if isinstance(found, _Cannot):
+            return BatchFinding(None, found.reason, accumulation=self.accumulation)
+        return BatchFinding(found, accumulation=self.accumulation)
+
+    def _scope_of(self, frame: CellFrame) -> Scope | None:
+        assert self.root is not None
+        running = [
+            scope for scope in self.root.walk() if scope.runs_as(frame.function, frame.first_line)
+        ]
+        return running[-1] if running else None
+
+    def _feeding(self, placed: list[tuple[CellFrame, Scope | None]]) -> list[_Use]:
+        """The uses whose value flows into the statements the cell's frames were running: the
+        assignments of the names they read, and of the names those read, and so on."""
+        by_statement: dict[int, list[_Use]] = {}
+        for use in self.uses:
+            by_statement.setdefault(id(use.statement), []).append(use)
+        top = placed[0][1].statement_at(placed[0][0].line) if placed[0][1] is not None else None
+        todo = [
+            (scope, statement)
+            for frame, scope in placed
+            if scope is not None and (statement := scope.statement_at(frame.line)) is not None
+        ]
+        seen: set[int] = set()
+        feeding: list[_Use] = []
+        while todo:
+            scope, statement = todo.pop()
+            if id(statement) in seen:
+                continue
+            seen.add(id(statement))
+            feeding.extend(by_statement.get(id(statement), ()))
+            for name in names_read(statement.node):
+                owner: Scope | None = scope
+                before: Statement | None = statement
+                while owner is not None and name not in owner.bindings:
+                    owner, before = owner.parent, top
+                if owner is None:
+                    continue
+                for binding in owner.reaching(name, before)[0]:
+                    if not isinstance(binding.statement.node, _DEFINITIONS):
+                        todo.append((owner, binding.statement))
+        return sorted(set(feeding), key=lambda use: self.uses.index(use))
+
+    def _ran_before(self, placed: list[tuple[CellFrame, Scope | None]]) -> BatchFinding | None:
+        """The one batch size that may have run before the failure (none of the cell's top level
+        after it); ``None`` when there is none, the reason when there are several."""
+        frame, scope = placed[0]
+        top = scope.statement_at(frame.line) if scope is not None else None
+        ran = [
+            use
+            for use in self.uses
+            if top is None or use.scope is not self.root or use.statement.order <= top.order
+        ]
+        distinct = list(dict.fromkeys(use.found for use in ran))
+        if len(distinct) == 1:
+            return self._finding(distinct[0], placed)
+        if not distinct:
+            return None
+        named = "; ".join(f"line {use.lines.start}: {use.text}" for use in ran[:4])
+        return BatchFinding(
+            None,
+            f"the guard cannot tell which batch size reached the failing line {frame.line} "
+            f"({named}): name its variable with %%gpuguard --batch-var NAME",
+            accumulation=self.accumulation,
+        )
+
+    def _otherwise(self, failing_line: int | None = None) -> BatchFinding:
+        """The finding when no use reaches the failing call: one variable named like a batch
+        size, or why there is none to change."""
+        assert self.root is not None
+        candidates = _batch_named_literals(self.root, self.source)
+        accumulation = self.accumulation
+        if len(candidates) == 1:
+            return BatchFinding(candidates[0], accumulation=accumulation)
+        if candidates:
+            names = ", ".join(f"{c.name} (line {c.use_line})" for c in candidates)
+            return BatchFinding(
+                None,
+                f"several variables could be the batch size ({names}) and none is passed as one: "
+                "choose one, or name it with %%gpuguard --batch-var NAME",
+                choices=tuple(candidates),
+                accumulation=accumulation,
+            )
+        if self.uses and failing_line is not None:
+            return BatchFinding(
+                None,
+                f"no batch size in this cell reaches the failing line {failing_line}: if it is "
+                "set elsewhere, name its variable with %%gpuguard --batch-var NAME",
+                accumulation=accumulation,
+            )
+        return BatchFinding(
+            None,
+            "no batch size in this cell: no batch_size= argument, no .batch(n), no BATCH_SIZE "
+            "variable; if it is set elsewhere, name its variable with %%gpuguard --batch-var NAME",
+            accumulation=accumulation,
+        )
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 @functools.lru_cache(maxsize=16)
 def read_batch_sizes(cell: str, batch_var: str | None = None) -> BatchSizes:
     """Read the cell's syntax once: the guard asks when the cell starts (for its remembered
-    size, and an --auto-retry cell's check) and again with the failing line when it fails."""
+    size, and an --auto-retry cell's check) and again with its frames when it fails."""
     source = CellSource(cell)
     tree = source.parse()
     if isinstance(tree, str):
-        return BatchSizes((), BatchFinding(None, tree))
-    bindings = _Bindings(tree, source)
-    accumulation = _accumulation(tree, source, bindings)
+        return BatchSizes((), None, source, unreadable=tree)
+    root = Scope(tree)
+    accumulation = _accumulation(root, source)
     if batch_var is not None:
-        target = bindings.target(batch_var, f"--batch-var {batch_var}", None)
-        if isinstance(target, str):
-            return BatchSizes((), BatchFinding(None, target, accumulation=accumulation))
-        return BatchSizes((), BatchFinding(target, accumulation=accumulation))
-    found: dict[BatchTarget, range] = {}
-    unreadable = []
-    scopes: dict[ast.AST, _Bindings] = {tree: bindings}
-    for use, lines, value, scope in _uses(tree):
-        if scope not in scopes:
-            scopes[scope] = _Bindings(scope, source, parent=bindings)
-        target = _resolve(value, use, lines.start, scopes[scope], source)
-        if isinstance(target, str):
-            unreadable.append(target)
-        else:
-            found.setdefault(target, lines)
-    if found:
-        return BatchSizes(tuple(found.items()), BatchFinding(None), accumulation)
-    return BatchSizes((), _none_handed(bindings, unreadable, accumulation))
+        named = _resolve_name(root, batch_var, None, f"--batch-var {batch_var}", 0, source)
+        return BatchSizes((), root, source, named, accumulation=accumulation)
+    uses = sorted(_uses(root, source), key=lambda use: (use[0].lineno, use[0].col_offset))
+    return BatchSizes(tuple(use for _, use in uses), root, source, accumulation=accumulation)
 
 
-def _none_handed(
-    bindings: _Bindings, unreadable: list[str], accumulation: Literal | None
-) -> BatchFinding:
-    """The finding of a cell that hands no batch size to a call: one variable named like one,
-    or why there is none to change."""
-    candidates = bindings.batch_named_literals()
-    if len(candidates) == 1:
-        return BatchFinding(candidates[0], accumulation=accumulation)
-    if candidates:
-        names = ", ".join(f"{c.name} (line {c.use_line})" for c in candidates)
-        return BatchFinding(
-            None,
-            f"several variables could be the batch size ({names}) and none is passed as one: "
-            "choose one, or name it with %%gpuguard --batch-var NAME",
-            choices=tuple(candidates),
-            accumulation=accumulation,
-        )
-    if unreadable:
-        return BatchFinding(None, str(unreadable[0]), accumulation=accumulation)
-    return BatchFinding(
-        None,
-        "no batch size in this cell: no batch_size= argument, no .batch(n), no BATCH_SIZE "
-        "variable; if it is set elsewhere, name its variable with %%gpuguard --batch-var NAME",
-        accumulation=accumulation,
-    )
+def _uses(root: Scope, source: CellSource) -> Iterator[tuple[ast.expr, _Use]]:
+    """Every expression handed to a call as a batch size, in every scope, with what sets it."""
+    for scope in root.walk():
+        for statement in scope.statements:
+            for node in own_nodes(statement.node):
+                if not isinstance(node, ast.Call):
+                    continue
+                name = _call_name(node.func)
+                lines = range(node.lineno, (node.end_lineno or node.lineno) + 1)
+                for use, value in _batch_arguments(node, name):
+                    found = _resolve(value, use, lines.start, scope, statement, source)
+                    text = ast.get_source_segment(source.python, value) or "…"
+                    yield value, _Use(found, lines, scope, statement, use.replace("…", text))
 
 
-def _uses(tree: ast.Module) -> list[tuple[str, range, ast.expr, ast.AST]]:
-    """Every expression handed to a call as a batch size that can run: (call in words, its
-    lines, expression, the scope it runs in: the cell or the function around it)."""
-    uses = []
-    for node, scope in _runnable(tree, tree):
-        if not isinstance(node, ast.Call):
-            continue
-        name = _call_name(node.func)
-        lines = range(node.lineno, (node.end_lineno or node.lineno) + 1)
-        for keyword in node.keywords:
-            if keyword.arg == "batch_size":
-                uses.append((f"{name}(batch_size=…)", lines, keyword.value, scope))
-        method = node.func.attr if isinstance(node.func, ast.Attribute) else None
-        if method in BATCHING_METHODS and node.args:
-            uses.append((f"{name}(…)", lines, node.args[0], scope))
-        index = POSITIONAL_BATCH.get(method or "")
-        if index is not None and len(node.args) > index:
-            uses.append((f"{name}(…)", lines, node.args[index], scope))
-    return sorted(uses, key=lambda use: (use[2].lineno, use[2].col_offset))
-
-
-def _runnable(node: ast.AST, scope: ast.AST) -> Iterator[tuple[ast.AST, ast.AST]]:
-    """Every node under ``node`` that can run, with its scope: a function's body is its own
-    scope (the cell may call it); a branch that can never run (``if False:``) is left out."""
-    for child in _flow_nodes(node):
-        yield child, scope
-        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            yield from _runnable(child, child)
-
-
-def _flow_nodes(node: ast.AST) -> Iterator[ast.AST]:
-    """The nodes under ``node`` in its own flow: not inside a function, a lambda or a class
-    body (they run elsewhere, if at all), nor in a branch whose test is a constant false."""
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, ast.If) and isinstance(child.test, ast.Constant):
-            for statement in child.body if child.test.value else child.orelse:
-                yield statement
-                yield from _flow_nodes(statement)
-            continue
-        yield child
-        if not isinstance(
-            child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
-        ):
-            yield from _flow_nodes(child)
+def _batch_arguments(node: ast.Call, name: str) -> Iterator[tuple[str, ast.expr]]:
+    for keyword in node.keywords:
+        if keyword.arg == "batch_size":
+            yield f"{name}(batch_size=…)", keyword.value
+    method = node.func.attr if isinstance(node.func, ast.Attribute) else None
+    if method in BATCHING_METHODS and node.args:
+        yield f"{name}(…)", node.args[0]
+    index = POSITIONAL_BATCH.get(method or "")
+    if index is not None and len(node.args) > index:
+        yield f"{name}(…)", node.args[index]
 
 
 def _call_name(func: ast.expr) -> str:
@@ -211,18 +352,73 @@ def _call_name(func: ast.expr) -> str:
 
 
 def _resolve(
-    value: ast.expr, use: str, line: int, bindings: _Bindings, source: CellSource
-) -> BatchTarget | str:
+    value: ast.expr,
+    use: str,
+    line: int,
+    scope: Scope,
+    statement: Statement,
+    source: CellSource,
+) -> _Found:
     literal = _literal(value, source)
     if literal is not None:
         return BatchTarget(None, literal, use, line)
     if isinstance(value, ast.Name):
-        return bindings.target(value.id, use, line)
+        return _resolve_name(scope, value.id, statement, use, line, source)
     text = ast.get_source_segment(source.python, value) or "an expression"
-    return (
+    return _Cannot(
         f"the batch size in {use} on line {line} is {text}, an expression the guard cannot "
         "change: put it in a variable and name it with %%gpuguard --batch-var NAME"
     )
+
+
+def _resolve_name(
+    scope: Scope,
+    name: str,
+    before: Statement | None,
+    use: str,
+    line: int,
+    source: CellSource,
+    depth: int = 0,
+) -> _Found:
+    """What sets ``name`` at ``before`` in ``scope``: a literal, a name it copies, the
+    namespace (a name of an earlier cell), or several of those, one per branch."""
+    owner: Scope | None = scope
+    while owner is not None and name not in owner.bindings:
+        owner, before = owner.parent, None
+    if owner is None:
+        return BatchTarget(name, None, use, line)
+    bindings, surely = owner.reaching(name, before)
+    candidates: list[BatchTarget | _Cannot] = []
+    for binding in bindings:
+        found: _Found
+        literal = _literal(binding.value, source)
+        if literal is not None:
+            found = BatchTarget(name, literal, use, line or literal.line)
+        elif binding.parameter:
+            found = _Cannot(
+                f"{name}, the batch size in {use}, is a parameter of the function: the guard "
+                "changes it where the function is called with batch_size=N, or name a variable "
+                "with %%gpuguard --batch-var NAME",
+                parameter=True,
+            )
+        elif isinstance(binding.value, ast.Name) and depth < 8:
+            found = _resolve_name(
+                owner, binding.value.id, binding.statement, use, line, source, depth + 1
+            )
+        else:
+            found = _Cannot(
+                f"{name}, the batch size in {use}, is not set to a number in this cell: set it "
+                f"like {name} = 64, or name another variable with %%gpuguard --batch-var NAME"
+            )
+        candidates.extend(found.candidates if isinstance(found, _Branches) else (found,))
+    if not surely and owner.parent is None:
+        candidates.append(BatchTarget(name, None, use, line))  # it may hold an earlier cell's
+    distinct = tuple(dict.fromkeys(candidates))
+    if len(distinct) == 1:
+        return distinct[0]
+    if not distinct:  # assigned only after the call: an earlier cell's, or unbound
+        return BatchTarget(name, None, use, line)
+    return _Branches(name, owner, distinct, use, line)
 
 
 def _literal(value: ast.expr | None, source: CellSource) -> Literal | None:
@@ -238,92 +434,29 @@ def _literal(value: ast.expr | None, source: CellSource) -> Literal | None:
     return Literal(start, end, value.lineno, value.value)
 
 
-class _Bindings:
-    """The names a scope binds in its own flow (the cell's top level, or a function's body):
-    to an integer literal, to another name, or otherwise. A name a function does not bind is
-    the cell's (``parent``)."""
-
-    def __init__(self, scope: ast.AST, source: CellSource, parent: _Bindings | None = None) -> None:
-        self._source = source
-        self._parent = parent
-        self.assigned: dict[str, list[tuple[int, ast.expr | None]]] = {}
-        arguments = (
-            scope.args
-            if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
-            else None
-        )
-        nodes = [*_flow_nodes(scope), *(ast.walk(arguments) if arguments else ())]
-        for node in nodes:
-            for name, value in _bound_names(node):
-                self.assigned.setdefault(name, []).append((getattr(node, "lineno", 0), value))
-        for bindings in self.assigned.values():
-            bindings.sort(key=lambda binding: binding[0])
-
-    def target(self, name: str, use: str, line: int | None, depth: int = 0) -> BatchTarget | str:
-        """What sets ``name`` before ``line``: its literal, a name it copies, or the namespace."""
-        bindings = self.assigned.get(name)
-        if not bindings and self._parent is not None:
-            return self._parent.target(name, use, line, depth)
-        if not bindings:
-            return BatchTarget(name, None, use, line or 0)
-        before = [b for b in bindings if line is None or b[0] <= line] or bindings
-        _, value = before[-1]
-        literal = _literal(value, self._source)
-        if literal is not None:
-            return BatchTarget(name, literal, use, line or literal.line)
-        if isinstance(value, ast.Name) and depth < 8:
-            return self.target(value.id, use, line, depth + 1)
-        return (
-            f"{name}, the batch size in {use}, is not set to a number in this cell: set it like "
-            f"{name} = 64, or name another variable with %%gpuguard --batch-var NAME"
-        )
-
-    def batch_named_literals(self) -> list[BatchTarget]:
-        """Variables named like a batch size and assigned a number, whatever uses them."""
-        found = []
-        for name, bindings in self.assigned.items():
-            literal = _literal(bindings[-1][1], self._source)
-            if _BATCH_NAME.search(name) and literal is not None:
-                found.append(BatchTarget(name, literal, f"{name} = {literal.value}", literal.line))
-        return found
-
-    def literal_of(self, value: ast.expr) -> Literal | None:
-        if isinstance(value, ast.Name) and value.id in self.assigned:
-            value = self.assigned[value.id][-1][1] or value
-        return _literal(value, self._source)
+def _batch_named_literals(root: Scope, source: CellSource) -> list[BatchTarget]:
+    """Variables of the cell named like a batch size and assigned a number, whatever uses them."""
+    found = []
+    for name, bindings in root.bindings.items():
+        literal = _literal(bindings[-1].value, source)
+        if _BATCH_NAME.search(name) and literal is not None:
+            found.append(BatchTarget(name, literal, f"{name} = {literal.value}", literal.line))
+    return found
 
 
-def _bound_names(node: ast.AST) -> list[tuple[str, ast.expr | None]]:
-    """Names bound by ``node``, with the value when it is a plain ``name = value``."""
-    if isinstance(node, ast.Assign):
-        plain = [(t.id, node.value) for t in node.targets if isinstance(t, ast.Name)]
-        others = [t for t in node.targets if not isinstance(t, ast.Name)]
-        return plain + [(n, None) for t in others for n in _names_in(t)]
-    if isinstance(node, ast.AnnAssign | ast.AugAssign) and isinstance(node.target, ast.Name):
-        value = node.value if isinstance(node, ast.AnnAssign) else None
-        return [(node.target.id, value)]
-    if isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
-        return [(n, None) for n in _names_in(node.target)]
-    if isinstance(node, ast.NamedExpr):
-        return [(node.target.id, node.value)]
-    if isinstance(node, ast.arg):
-        return [(node.arg, None)]
-    if isinstance(node, ast.Import | ast.ImportFrom):
-        return [((a.asname or a.name).split(".")[0], None) for a in node.names]
-    if isinstance(node, ast.withitem) and node.optional_vars is not None:
-        return [(n, None) for n in _names_in(node.optional_vars)]
-    return []
-
-
-def _names_in(target: ast.expr) -> list[str]:
-    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
-
-
-def _accumulation(tree: ast.Module, source: CellSource, bindings: _Bindings) -> Literal | None:
+def _accumulation(root: Scope, source: CellSource) -> Literal | None:
     """The gradient-accumulation steps written in the cell, when they are a number."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            for keyword in node.keywords:
-                if keyword.arg == ACCUMULATION_KEYWORD:
-                    return bindings.literal_of(keyword.value)
+    for scope in root.walk():
+        for statement in scope.statements:
+            for node in own_nodes(statement.node):
+                if isinstance(node, ast.Call):
+                    for keyword in node.keywords:
+                        if keyword.arg == ACCUMULATION_KEYWORD:
+                            return _literal(_last_value(root, keyword.value), source)
     return None
+
+
+def _last_value(root: Scope, value: ast.expr) -> ast.expr | None:
+    if isinstance(value, ast.Name) and value.id in root.bindings:
+        return root.bindings[value.id][-1].value
+    return value

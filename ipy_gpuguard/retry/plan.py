@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
 from ..diagnosis import Diagnosis
 from ..protocol import RetryOffer, RetryTarget
 from .attempts import CellRetry, RetrySetup, RunOutcome
 from .find import BatchFinding, BatchTarget, find_batch_size
+from .frames import CellFrame
 from .memory import BatchMemory, Remembered, cell_key
 from .reruns import rerun_statements
 from .rewrite import Rewrite, without_batch_size
@@ -36,7 +36,7 @@ def plan_retry(
     cell: str,
     settings: RetrySettings,
     diagnosis: Diagnosis,
-    failing_line: int | None,
+    failing: Sequence[CellFrame],
     namespace: Mapping[str, Any],
     device_bytes: tuple[int, ...],
     baseline_bytes: int | None,
@@ -47,13 +47,15 @@ def plan_retry(
 
     Parameters
     ----------
+    failing
+        The cell's frames as it failed, outermost first (:func:`.frames.cell_frames`).
     device_bytes
         Memory of each watched device: the capacity the search aims under, and the device
         part of the remembered sizes' key.
     baseline_bytes
         The allocator's bytes before the cell: what memory must come back to between attempts.
     """
-    finding = find_batch_size(cell, settings.batch_var, failing_line)
+    finding = find_batch_size(cell, settings.batch_var, failing)
     target = finding.target
     if target is None:
         choices = tuple(choice.name or "" for choice in finding.choices)
@@ -100,19 +102,9 @@ def plan_retry(
         reason="",
         choices=(),
         notes=_notes(finding, settings, remembered, current, step.size),
-        reruns=rerun_statements(cell, failing_line),
+        reruns=rerun_statements(cell, failing[0].line if failing else None),
     )
     return RetryRequest(retry, offer, settings)
-
-
-def failing_cell_line(error: BaseException) -> int | None:
-    """The line of the cell the error came from: the traceback's first module-level frame."""
-    tb: TracebackType | None = error.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code.co_name == "<module>":
-            return tb.tb_lineno
-        tb = tb.tb_next
-    return None
 
 
 def remembered_note(

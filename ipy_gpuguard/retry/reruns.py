@@ -1,7 +1,8 @@
 """What a retry runs again besides the training: a retry reruns the whole cell from its first
 line, so the statements before the failing one that act on the world (a call whose result is
 dropped, a write, an append, a ``with`` block) happen twice. The card names them before the
-first retry, so that nobody learns it from a list that doubled or a file written twice."""
+first retry, so that nobody learns it from a list that doubled or a file written twice. A
+``%magic`` or ``!shell`` line at the top level runs again too (``!pip install``, ``%run``)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def rerun_statements(cell: str, failing_line: int | None) -> tuple[str, ...]:
     acting = [
         statement
         for statement in tree.body
-        if (failing_line is None or statement.lineno < failing_line) and _acts(statement)
+        if (failing_line is None or statement.lineno < failing_line)
+        and (_acts(statement) or statement.lineno in source.commands)
     ]
     named = [_line(source, statement) for statement in acting[:MAX_NAMED]]
     more = len(acting) - MAX_NAMED

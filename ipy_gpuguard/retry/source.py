@@ -49,8 +49,19 @@ class CellSource:
         Only a line that starts a logical line can be IPython syntax: ``% b`` inside brackets
         is Python's modulo, and a ``!`` in a triple-quoted string is text.
         """
-        masked, scanner = [], _LogicalLines()
-        for line in self.lines:
+        return self._masked[0]
+
+    @cached_property
+    def commands(self) -> frozenset[int]:
+        """The lines that run a ``%magic`` or a ``!shell`` command (not ``obj?``, which only
+        shows help, nor a ``%%magic`` line, the cell's own): they act when the cell runs, yet
+        Python sees a ``pass`` there."""
+        return self._masked[1]
+
+    @cached_property
+    def _masked(self) -> tuple[str, frozenset[int]]:
+        masked, commands, scanner = [], set(), _LogicalLines()
+        for number, line in enumerate(self.lines, start=1):
             body = line.rstrip("\r\n")
             ending = line[len(body) :]
             if scanner.continues_magic:
@@ -61,9 +72,11 @@ class CellSource:
             masked.append(replaced + ending)
             if whole_line:
                 scanner.continues_magic = body.endswith("\\")
+                if _is_command(body):
+                    commands.add(number)
             else:
                 scanner.read(replaced)
-        return "".join(masked)
+        return "".join(masked), frozenset(commands)
 
     def parse(self) -> ast.Module | str:
         """The module's tree, or why the cell is not Python (a sentence)."""
@@ -89,6 +102,11 @@ class CellSource:
 
     def line_text(self, lineno: int) -> str:
         return self.lines[lineno - 1].rstrip("\r\n")
+
+
+def _is_command(body: str) -> bool:
+    stripped = body.strip()
+    return not stripped.startswith(("?", "%%")) and _HELP.match(body) is None
 
 
 def _mask(body: str) -> tuple[str, bool]:

@@ -317,6 +317,15 @@ class GPUGuardMagics(Magics):
             except UsageError:
                 return  # the transformer has refused the cell and IPython shows why
             assert self.shell is not None
+            if self.session.guarding_outside(depth):
+                magic = f"%%gpuguard {line.strip()}".strip()
+                print(
+                    f"ipy_gpuguard: this cell ({magic}) runs inside another guarded cell, whose "
+                    "guard watches it: its own options do not apply and its failure gets no "
+                    "card or retry; run it as a cell of its own to guard it",
+                    file=sys.stderr,
+                )
+                return
             with held_interrupt() as interrupted:
                 self.session.begin(
                     depth,

@@ -20,7 +20,7 @@ from ..retry import (
     RetrySettings,
     Rewrite,
     RunOutcome,
-    failing_cell_line,
+    cell_frames,
     find_batch_size,
     plan_retry,
     remembered_note,
@@ -173,6 +173,11 @@ class GuardSession:
         """Whether the cell running now is a retry's attempt, whose driver reads how it ended."""
         return self._recording is not None
 
+    def guarding_outside(self, key: int) -> bool:
+        """Whether a cell at nesting depth ``key`` runs inside a guarded cell: one guard
+        watches one cell at a time, the outermost."""
+        return self._active is not None and self._active[0] < key
+
     def begin(
         self,
         key: int,
@@ -242,7 +247,7 @@ class GuardSession:
             incident_log=self.incident_log,
             log_cell_source=self.config.log_cell_source,
         )
-        failing_line = failing_cell_line(error)
+        failing = cell_frames(error)
         failed_run = finished.run.failed_run(finished.view)
 
         def retry_for(diagnosis: Diagnosis) -> RetryRequest | None:
@@ -252,7 +257,7 @@ class GuardSession:
                 finished.cell,
                 finished.options.retry,
                 diagnosis,
-                failing_line,
+                failing,
                 self._runner.namespace,
                 self._device_bytes(finished.options),
                 failed_run.allocator_baseline_bytes,
@@ -313,7 +318,7 @@ class GuardSession:
         """Why ``cell`` could not be retried with another batch size; ``None`` when it can."""
         finding = find_batch_size(cell, options.retry.batch_var)
         if finding.target is None:
-            return finding.reason
+            return None if finding.needs_the_run else finding.reason
         name = finding.target.name
         runner = self._runner
         if finding.target.literal is None and runner is not None and name not in runner.namespace:

@@ -10,7 +10,7 @@ import pytest
 from ipy_gpuguard.cards import CardParts, base_card, with_parts
 from ipy_gpuguard.diagnosis import Context, Kind, diagnose
 from ipy_gpuguard.protocol import to_json
-from ipy_gpuguard.retry import RetrySettings, RunOutcome, plan_retry
+from ipy_gpuguard.retry import CellFrame, RetrySettings, RunOutcome, plan_retry
 
 from ..protocol.validate import assert_valid
 
@@ -38,7 +38,9 @@ def request_for(diagnosis, fits_below: int, held_bytes: int = 0):
             allocator_after_bytes=held_bytes,
         )
 
-    return plan_retry(CELL, RetrySettings(), diagnosis, 3, {}, (8 * GIB,), 0, None, run)
+    return plan_retry(
+        CELL, RetrySettings(), diagnosis, (CellFrame(3),), {}, (8 * GIB,), 0, None, run
+    )
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: f"{case.parent.name}/{case.stem}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ipy_gpuguard.retry import find_batch_size
+from ipy_gpuguard.retry import CellFrame, find_batch_size
 from ipy_gpuguard.retry.source import CellSource
 
 
@@ -81,7 +81,7 @@ def test_a_single_batch_named_variable_is_the_batch_size():
 def test_the_call_on_the_failing_line_wins_among_several():
     cell = "model.fit(x, y, batch_size=64)\nmodel.evaluate(x, y, batch_size=512)"
     assert find_batch_size(cell).target.literal.value == 64
-    assert find_batch_size(cell, failing_line=2).target.literal.value == 512
+    assert find_batch_size(cell, failing=(CellFrame(2),)).target.literal.value == 512
 
 
 def test_an_expression_is_refused_with_what_to_do():
@@ -168,3 +168,63 @@ def test_a_call_inside_a_function_reads_that_functions_own_binding_first():
 def test_a_call_in_a_branch_that_never_runs_is_not_the_batch_size():
     cell = "if False:\n    model.fit(x, batch_size=8)\nmodel.fit(x, batch_size=32)\n"
     assert find_batch_size(cell).target.literal.value == 32
+
+
+BRANCHES = "if FAST:\n    BATCH = 256\nelse:\n    BATCH = 64\nmodel.fit(x, batch_size=BATCH)\n"
+
+
+@pytest.mark.parametrize(("value", "line"), [(256, 2), (64, 4)])
+def test_the_runs_value_tells_which_branch_set_the_size(value, line):
+    target = find_batch_size(BRANCHES, failing=(CellFrame(5, integers={"BATCH": value}),)).target
+    assert (target.literal.line, target.literal.value) == (line, value)
+
+
+def test_without_the_run_a_size_set_in_two_branches_waits_for_it():
+    finding = find_batch_size(BRANCHES)
+    assert finding.target is None
+    assert finding.needs_the_run
+    assert "--batch-var" in finding.reason
+
+
+def test_a_branch_that_may_not_run_leaves_an_earlier_cells_value_possible():
+    cell = "if FAST:\n    BATCH = 256\nmodel.fit(x, batch_size=BATCH)\n"
+    from_before = find_batch_size(cell, failing=(CellFrame(3, integers={"BATCH": 32}),)).target
+    assert (from_before.name, from_before.literal) == ("BATCH", None)  # set in the namespace
+    either = find_batch_size(cell, failing=(CellFrame(3, integers={"BATCH": 256}),))
+    assert either.target is None  # 256 from the branch, or from an earlier cell
+
+
+def test_what_flows_into_the_failing_call_is_its_batch_size():
+    cell = (
+        "train = data.batch(64)\nvalid = data.batch(512)\ntrain = train.prefetch(2)\n"
+        "model.fit(train)\nmodel.evaluate(valid)\n"
+    )
+    assert find_batch_size(cell, failing=(CellFrame(4),)).target.literal.value == 64
+    assert find_batch_size(cell, failing=(CellFrame(5),)).target.literal.value == 512
+
+
+def test_two_sizes_that_both_ran_and_neither_flows_are_not_guessed():
+    cell = "a = data.batch(64)\nb = data.batch(512)\ntrain()\n"
+    finding = find_batch_size(cell, failing=(CellFrame(3),))
+    assert finding.target is None
+    assert "line 1: .batch(64)" in finding.reason
+    assert "--batch-var" in finding.reason
+
+
+def test_a_size_after_the_failing_line_did_not_reach_it():
+    cell = "model.fit(ds)\nmodel.evaluate(x, batch_size=512)\n"
+    finding = find_batch_size(cell, failing=(CellFrame(1),))
+    assert finding.target is None
+    assert "reaches the failing line 1" in finding.reason
+
+
+def test_a_parameter_is_changed_where_the_function_is_called():
+    cell = (
+        "def train(batch_size):\n    model.fit(x, batch_size=batch_size)\ntrain(batch_size=128)\n"
+    )
+    frames = (CellFrame(3), CellFrame(2, "train", 1))
+    assert find_batch_size(cell, failing=frames).target.literal.value == 128
+    called_positionally = cell.replace("train(batch_size=128)", "train(128)")
+    finding = find_batch_size(called_positionally, failing=frames)
+    assert finding.target is None
+    assert "parameter" in finding.reason
