@@ -39,7 +39,11 @@ class WidgetDisplay:
     def __init__(self, card: Card, send: Callable[[Action], object]) -> None:
         self._card = _show(StaticCard(card), card.id)
         self.controls = CardControls(card, send)
-        self._controls = _show(self.controls, f"{card.id}-controls")
+        try:
+            self._controls = _show(self.controls, f"{card.id}-controls")
+        except BaseException:
+            self.controls.close()  # shown nowhere: its widgets would live as long as the kernel
+            raise
 
     def show(self, card: Card, message: str = "") -> None:
         self._card.update(StaticCard(card))

@@ -29,7 +29,7 @@ class DeviceReading:
     """What the device itself reports (NVML, or the simulation) at one moment.
 
     ``problem`` explains a device that stopped answering (``GPU is lost``), so that the panel
-    says why its values are unknown.
+    says why its values are unknown; ``memory_missing`` says why ``used_bytes`` alone is.
     """
 
     used_bytes: int | None = None
@@ -38,6 +38,7 @@ class DeviceReading:
     temperature_c: int | None = None
     power_watts: float | None = None
     problem: str | None = None
+    memory_missing: str | None = None
 
 
 @dataclass(frozen=True)

@@ -114,19 +114,25 @@ class NvmlBackend:
         if index in self._lost:
             return DeviceReading(problem=GPU_IS_LOST)
         handle = self._handles[index]
-        memory = self._call("nvmlDeviceGetMemoryInfo", handle, device=index)
+        memory, memory_failure = self._attempt("nvmlDeviceGetMemoryInfo", handle, device=index)
         utilization = self._call("nvmlDeviceGetUtilizationRates", handle, device=index)
         power_mw = self._call("nvmlDeviceGetPowerUsage", handle, device=index)
         temperature = self._call(
             "nvmlDeviceGetTemperature", handle, self._nvml.NVML_TEMPERATURE_GPU, device=index
         )
+        used = getattr(memory, "used", None)
+        missing = None
+        if not isinstance(used, int):
+            used = None
+            missing = f"NVML could not read its memory ({memory_failure or 'no figures given'})"
         return DeviceReading(
-            used_bytes=getattr(memory, "used", None),
+            used_bytes=used,
             total_bytes=getattr(memory, "total", None),
             utilization_percent=getattr(utilization, "gpu", None),
             temperature_c=temperature,
             power_watts=None if power_mw is None else power_mw / 1000,
             problem=GPU_IS_LOST if index in self._lost else None,
+            memory_missing=missing,
         )
 
     def other_processes(self, index: int) -> tuple[tuple[int, int], ...]:
@@ -154,18 +160,29 @@ class NvmlBackend:
         return self._call("nvmlDeviceGetMigDeviceHandleByIndex", handle, device.mig_index)
 
     def _call(self, function: str, *args: Any, device: int | None = None) -> Any:
-        """The one choke point: the result, or ``None`` when NVML cannot say.
+        """The result of an NVML call, or ``None`` when NVML cannot say (see :meth:`_attempt`)."""
+        return self._attempt(function, *args, device=device)[0]
+
+    def _attempt(
+        self, function: str, *args: Any, device: int | None = None
+    ) -> tuple[Any, str | None]:
+        """The one choke point: the result, or ``None`` and why.
 
         ``device`` names the visible device the call is about, so that ``GPU is lost`` marks it.
+        Any error is this reading's alone: an ``OSError`` from the bindings, or a function an old
+        nvidia-ml-py lacks, leaves every other reading and the next sample as they are.
         """
         with self._lock:
             if self._closed:
-                return None
+                return None, "NVML is shut down"
             try:
-                return getattr(self._nvml, function)(*args)
+                return getattr(self._nvml, function)(*args), None
             except self._nvml.NVMLError as error:
                 self._note_failure(function, error, device)
-                return None
+                return None, str(error)
+            except Exception as error:
+                self._note_failure(function, error, device)
+                return None, f"{type(error).__name__}: {error}"
 
     def _note_failure(self, function: str, error: Exception, device: int | None) -> None:
         code = getattr(error, "value", None)
@@ -249,8 +266,9 @@ def memory_held_by_others(
     for processes in process_lists:
         for process in processes:
             used = getattr(process, "usedGpuMemory", None)
-            if process.pid != own_pid and isinstance(used, int):
-                held[process.pid] = max(held.get(process.pid, 0), used)
+            pid = getattr(process, "pid", None)
+            if isinstance(pid, int) and pid != own_pid and isinstance(used, int):
+                held[pid] = max(held.get(pid, 0), used)
     return tuple(sorted(held.items()))
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 from .backend import DeviceBackend
 from .framework import FrameworkAllocators
-from .model import DeviceSample, Sample
+from .model import AllocatorReading, DeviceReading, DeviceSample, Sample
 
 SampleListener = Callable[[Sample], None]
 
@@ -150,11 +150,23 @@ class Sampler:
 
     def _take_sample(self) -> Sample:
         devices = tuple(
-            DeviceSample(
-                index=index,
-                device=self._backend.read(index),
-                allocator=self._allocators.read(index),
-            )
+            DeviceSample(index=index, device=self._read(index), allocator=self._allocator(index))
             for index in self._indices
         )
         return Sample(elapsed_s=self.elapsed_s, devices=devices)
+
+    def _read(self, index: int) -> DeviceReading:
+        """The device's reading; a backend that raises loses this reading only, with why."""
+        try:
+            return self._backend.read(index)
+        except Exception as error:
+            return DeviceReading(
+                memory_missing=f"the reading failed: {type(error).__name__}: {error}"
+            )
+
+    def _allocator(self, index: int) -> AllocatorReading | None:
+        """The framework's figures; one that raises is unknown this time (the panel says n/a)."""
+        try:
+            return self._allocators.read(index)
+        except Exception:
+            return None

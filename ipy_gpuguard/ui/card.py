@@ -22,6 +22,7 @@ from typing import Any
 
 from ..protocol import FRONTEND_ACTIONS, RETRY, Action, ActionArgs, ActionOffer, Card
 from . import card_render
+from .owned import OwnedWidgets
 
 #: What a hidden widget display holds: JupyterLab hides a widget view without a model id, and
 #: nbconvert, finding no such model in the saved state, shows the empty text.
@@ -62,13 +63,15 @@ class CardControls:
         self._widgets = widgets
         self._send = send
         self.card = card
-        self.status = widgets.HTML()
-        self.output = widgets.Output()
         self.buttons: dict[str, Any] = {}
-        self.button_row = widgets.HBox()
-        self.widget = widgets.VBox([self.button_row, self.status, self.output])
-        self.widget.add_class("ipy-gpuguard-card-controls")
-        self.show(card)
+        self._owned = OwnedWidgets()
+        with self._owned.closed_on_failure() as owned:
+            self.status = owned.make(widgets.HTML)
+            self.output = owned.make(widgets.Output)
+            self.button_row = owned.make(widgets.HBox)
+            self.widget = owned.make(widgets.VBox, [self.button_row, self.status, self.output])
+            self.widget.add_class("ipy-gpuguard-card-controls")
+            self.show(card)
 
     def show(self, card: Card, message: str = "") -> None:
         """The buttons of ``card`` as it now stands, and the last action's ``message`` unless
@@ -94,10 +97,7 @@ class CardControls:
 
     def close(self) -> None:
         """Close every widget of the controls, with their layouts and styles."""
-        from .panel import close_with_parts
-
-        for widget in [*self.buttons.values(), *self.widget.children, self.widget]:
-            close_with_parts(widget)
+        self._owned.close()
 
     def _button(self, offer: ActionOffer) -> Any:
         """The button of ``offer``: made once per action, then kept up to date."""
@@ -110,7 +110,8 @@ class CardControls:
         button = self.buttons.get(offer.action)
         if button is None:
             # A label is never cut: the button is as wide as its text.
-            button = self._widgets.Button(layout=self._widgets.Layout(width="auto"), **state)
+            layout = self._owned.make(self._widgets.Layout, width="auto")
+            button = self._owned.make(self._widgets.Button, layout=layout, **state)
             button.on_click(lambda _button, action=offer.action: self.click(action))
             self.buttons[offer.action] = button
         else:

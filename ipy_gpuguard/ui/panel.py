@@ -20,6 +20,7 @@ from ..protocol import LIVE_PANEL_METADATA, LivePanel, to_json
 from ..record import PanelView, bar_style, device_fraction, device_series
 from ..telemetry import DeviceInfo
 from . import render, watch_render
+from .owned import OwnedWidgets
 
 #: The least time between two redraws (seconds): four a second at most.
 MIN_REDRAW_INTERVAL_S = 0.25
@@ -28,15 +29,16 @@ MIN_REDRAW_INTERVAL_S = 0.25
 class _DeviceRow:
     """One GPU: a label, a memory bar, a line of figures and the chart."""
 
-    def __init__(self, info: DeviceInfo) -> None:
+    def __init__(self, info: DeviceInfo, owned: OwnedWidgets) -> None:
         self.info = info
-        self.label = widgets.HTML()
+        self.label = owned.make(widgets.HTML)
         # As wide as the panel: a width of 100% plus the widget's margin overflowed it, and
         # every live panel had a horizontal scrollbar.
-        self.bar = widgets.FloatProgress(min=0.0, max=1.0, layout=widgets.Layout(width="auto"))
-        self.stats = widgets.HTML()
-        self.chart = widgets.HTML()
-        self.box = widgets.VBox([self.label, self.bar, self.stats, self.chart])
+        layout = owned.make(widgets.Layout, width="auto")
+        self.bar = owned.make(widgets.FloatProgress, min=0.0, max=1.0, layout=layout)
+        self.stats = owned.make(widgets.HTML)
+        self.chart = owned.make(widgets.HTML)
+        self.box = owned.make(widgets.VBox, [self.label, self.bar, self.stats, self.chart])
 
     def draw(self, view: PanelView) -> None:
         sample = view.latest_of(self.info.index)
@@ -47,9 +49,6 @@ class _DeviceRow:
         self.label.value = f"<b>{escape(render.device_label_text(self.info, sample))}</b>"
         self.stats.value = escape(render.device_stats_text(sample, self.info.simulated))
         self.chart.value = render.memory_chart_svg(device_series(view, self.info))
-
-    def widgets(self) -> list[widgets.Widget]:
-        return [self.label, self.bar, self.stats, self.chart, self.box]
 
 
 class MemoryPanel:
@@ -62,22 +61,26 @@ class MemoryPanel:
         self._last_redraw: float | None = None
         self.redraws = 0
         self._lock = threading.Lock()  # the sampler and the watchdog both redraw
-        self._title = widgets.HTML()
-        self._progress = widgets.HTML()
-        self._notes = widgets.HTML()
-        self._warning = widgets.HTML()
-        self.hang_card = widgets.HTML(layout=widgets.Layout(display="none"))
-        self._rows = [_DeviceRow(info) for info in devices]
-        self.widget = widgets.VBox(
-            [
-                self._title,
-                self._progress,
-                *(row.box for row in self._rows),
-                self._notes,
-                self._warning,
-                self.hang_card,
-            ]
-        )
+        self._owned = OwnedWidgets()
+        with self._owned.closed_on_failure() as owned:
+            self._title = owned.make(widgets.HTML)
+            self._progress = owned.make(widgets.HTML)
+            self._notes = owned.make(widgets.HTML)
+            self._warning = owned.make(widgets.HTML)
+            hidden = owned.make(widgets.Layout, display="none")
+            self.hang_card = owned.make(widgets.HTML, layout=hidden)
+            self._rows = [_DeviceRow(info, owned) for info in devices]
+            self.widget = owned.make(
+                widgets.VBox,
+                [
+                    self._title,
+                    self._progress,
+                    *(row.box for row in self._rows),
+                    self._notes,
+                    self._warning,
+                    self.hang_card,
+                ],
+            )
 
     def draw(self, view: Callable[[], PanelView], force: bool = False) -> bool:
         """Redraw unless the last redraw was under a quarter of a second ago.
@@ -114,18 +117,7 @@ class MemoryPanel:
 
     def close(self) -> None:
         """Close every widget, so that nothing of this cell stays alive in the kernel."""
-        for row in self._rows:
-            for widget in row.widgets():
-                close_with_parts(widget)
-        for widget in (
-            self._title,
-            self._progress,
-            self._notes,
-            self._warning,
-            self.hang_card,
-            self.widget,
-        ):
-            close_with_parts(widget)
+        self._owned.close()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         """The widget's view, marked live: a frontend that sees the kernel die shows the
@@ -133,11 +125,3 @@ class MemoryPanel:
         mark)."""
         mark = to_json(LivePanel(render.STOPPED_BY_DEATH_TEXT))
         return self.widget._repr_mimebundle_(**kwargs), {LIVE_PANEL_METADATA: mark}
-
-
-def close_with_parts(widget: widgets.Widget) -> None:
-    """ipywidgets' ``close`` leaves a widget's ``layout`` and ``style`` widgets open: close them too."""
-    for part in (getattr(widget, "layout", None), getattr(widget, "style", None)):
-        if isinstance(part, widgets.Widget):
-            part.close()
-    widget.close()

@@ -49,13 +49,14 @@ def device_stats_text(sample: DeviceSample | None, simulated: bool = False) -> s
     if sample.device.problem:
         return sample.device.problem
     reading = sample.device
+    missing = f"{reading.memory_missing} · " if reading.memory_missing else ""
     parts = [
         _allocator_text(sample.allocator),
         f"util {_or_na(reading.utilization_percent, '{}%')}",
         _or_na(reading.temperature_c, "{} °C"),
         _or_na(reading.power_watts, "{:.0f} W"),
     ]
-    return " · ".join(parts) + (" (simulated)" if simulated else "")
+    return missing + " · ".join(parts) + (" (simulated)" if simulated else "")
 
 
 def _allocator_text(allocator: AllocatorReading | None) -> str:
@@ -75,10 +76,8 @@ def peak_text(view: PanelView, info: DeviceInfo) -> str:
     """``GPU 0 · Tesla T4: peak 7.10 GiB of 15.0 GiB (47%); TensorFlow allocator peak 6.02 GiB``."""
     peak = view.peak_of(info.index)
     used = peak.device_used_bytes if peak else None
-    latest = view.latest_of(info.index)
-    problem = latest.device.problem if latest is not None else None
-    if problem is not None and used is None:
-        return f"GPU {info.index} · {info.name}: {problem}; no memory reading"
+    if used is None:
+        return f"GPU {info.index} · {info.name}: {_why_no_memory(view, info)}; no memory reading"
     fraction = used_fraction(used, info.total_bytes)
     share = f" ({fraction:.0%})" if fraction is not None else ""
     text = f"GPU {info.index} · {info.name}: peak {format_bytes(used)} of {format_bytes(info.total_bytes)}{share}"
@@ -87,6 +86,15 @@ def peak_text(view: PanelView, info: DeviceInfo) -> str:
     if allocator is not None and framework:
         text += f"; {framework} allocator peak {format_bytes(allocator)}"
     return text
+
+
+def _why_no_memory(view: PanelView, info: DeviceInfo) -> str:
+    """Why a device has no memory figure: what its last reading said, else the plain fact."""
+    latest = view.latest_of(info.index)
+    if latest is None:
+        return "no sample was taken"
+    reading = latest.device
+    return reading.problem or reading.memory_missing or "the device did not report its memory"
 
 
 def _framework_seen(view: PanelView, index: int) -> str | None:

@@ -144,3 +144,33 @@ def test_real_gpu_reports_memory():  # pragma: no cover - runs on the lent GPU m
         assert 0 <= reading.used_bytes <= reading.total_bytes
     finally:
         backend.close()
+
+
+def test_a_reading_that_raises_anything_is_that_readings_failure_alone():
+    """Issue 22 item 18: an ``OSError`` from the power reading stopped all telemetry; a
+    memory reading of ``None`` had no reason."""
+    backend, nvml = open_fake([FakeGpu(used_bytes=3 * GIB)])
+
+    def broken_power(handle):
+        raise OSError(5, "Input/output error")
+
+    nvml.nvmlDeviceGetPowerUsage = broken_power
+    reading = backend.read(0)
+    assert reading.power_watts is None
+    assert reading.used_bytes == 3 * GIB
+    assert reading.temperature_c == 54
+    nvml.nvmlDeviceGetMemoryInfo = lambda handle: None
+    assert backend.read(0).memory_missing == "NVML could not read its memory (no figures given)"
+
+
+def test_a_process_list_that_raises_or_is_missing_lists_nobody():
+    """Issue 22 item 18: an error from NVML's process list dropped the card."""
+    backend, nvml = open_fake([FakeGpu(graphics_processes=[(4242, 2 * GIB)])])
+
+    def broken(handle):
+        raise RuntimeError("ctypes: function returned garbage")
+
+    nvml.nvmlDeviceGetComputeRunningProcesses = broken
+    assert backend.other_processes(0) == ((4242, 2 * GIB),)
+    del nvml.nvmlDeviceGetGraphicsRunningProcesses  # an old nvidia-ml-py
+    assert backend.other_processes(0) == ()

@@ -103,3 +103,26 @@ def test_a_slow_read_does_not_bunch_later_samples():
     gaps = [b - a for a, b in itertools.pairwise(times[2:-1])]
     assert gaps
     assert min(gaps) > 0.05  # no burst of catch-up samples
+
+
+class HalfBrokenBackend(CountingBackend):
+    """Device 1's reading raises; device 0 reads as ever."""
+
+    def read(self, index):
+        if index == 1:
+            raise OSError(5, "Input/output error")
+        return super().read(index)
+
+
+def test_a_device_whose_reading_raises_loses_that_reading_only():
+    """Issue 22 item 18: an ``OSError`` from one reading stopped all telemetry."""
+    sampler = Sampler(HalfBrokenBackend(), FrameworkAllocators(modules={}), [0, 1], 0.05)
+    sampler.start()
+    sampler.stop()  # the thread's samples, if it took any, and the final one
+    samples = sampler.history.samples()
+    first, second = samples[-1].devices
+    assert first.device.used_bytes is not None
+    assert (
+        second.device.memory_missing == "the reading failed: OSError: [Errno 5] Input/output error"
+    )
+    assert sampler.error is None

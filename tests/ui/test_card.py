@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import ipywidgets as widgets
+import pytest
 
 from ipy_gpuguard.cards import CardParts, base_card, reclaim_of, with_parts, words_of
 from ipy_gpuguard.diagnosis import Diagnosis, Kind, Remedy
@@ -203,3 +204,43 @@ def test_a_search_that_fixed_the_cell_says_so_in_its_lasting_forms():
     assert expected in card_text(card)
     assert expected in card_html(card)
     assert "batch size 128: out of memory" in card_text(card)
+
+
+def test_a_card_whose_buttons_cannot_be_shown_leaves_no_widget_behind(monkeypatch):
+    """Issue 22 item 18: a failing card display leaked its 24 widgets."""
+    import ipywidgets.widgets.widget as widget_module
+
+    from ipy_gpuguard.shell import card_display
+
+    shown = []
+
+    def failing_display(obj, display_id):
+        if display_id.endswith("-controls"):
+            raise OSError(32, "Broken pipe")  # the frontend went away as the card was shown
+        shown.append(display_id)
+        return card_display.DisplayHandle(display_id)
+
+    monkeypatch.setattr(card_display, "display", failing_display)
+    before = len(widget_module._instances)
+    with pytest.raises(OSError, match="Broken pipe"):  # the display's failure reaches the caller
+        card_display.WidgetDisplay(CARD, lambda action: None)
+    assert shown == ["card-1"]
+    assert len(widget_module._instances) == before
+
+
+def test_controls_that_fail_to_build_leave_no_widget_behind(monkeypatch):
+    before = len(widget_module_instances())
+    monkeypatch.setattr(widgets, "Button", _failing)
+    with pytest.raises(RuntimeError, match="no comm"):
+        CardControls(CARD, lambda action: None)
+    assert len(widget_module_instances()) == before
+
+
+def _failing(*args, **kwargs):
+    raise RuntimeError("no comm")
+
+
+def widget_module_instances():
+    import ipywidgets.widgets.widget as widget_module
+
+    return widget_module._instances

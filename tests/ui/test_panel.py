@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ipywidgets.widgets.widget as widget_module
+import pytest
 
 from ipy_gpuguard.protocol import LIVE_PANEL_METADATA
 from ipy_gpuguard.ui.panel import MemoryPanel
@@ -81,3 +82,24 @@ def test_panel_bundle_is_a_widget_view_marked_live_and_summary_is_static():
     summary = PanelSummary(view())._repr_mimebundle_()
     assert set(summary) == {"text/plain", "text/html"}
     assert summary["text/plain"].startswith("ipy_gpuguard · finished")
+
+
+def test_a_widget_constructor_that_fails_halfway_leaves_no_widget_behind(monkeypatch):
+    """Issue 22 item 18: a failing widget constructor leaked 19 widgets a cell."""
+    import ipywidgets
+
+    before = len(widget_module._instances)
+    made = []
+    html = ipywidgets.HTML
+
+    def failing_after_some(*args, **kwargs):
+        if len(made) == 6:  # the second row's label: the first row, the titles and more are made
+            raise RuntimeError("comm closed")
+        made.append(html(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(ipywidgets, "HTML", failing_after_some)
+    with pytest.raises(RuntimeError, match="comm closed"):
+        MemoryPanel((T4, T4))
+    assert len(made) == 6
+    assert len(widget_module._instances) == before

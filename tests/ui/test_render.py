@@ -129,3 +129,19 @@ def test_a_lost_gpu_says_so_instead_of_an_unknown_peak():
     lost = Sample(0.5, (DeviceSample(0, DeviceReading(problem="GPU is lost"), None),))
     text = render.peak_text(view(history=(lost,), peaks=()), T4)
     assert text == "GPU 0 · Tesla T4: GPU is lost; no memory reading"
+
+
+def test_a_device_without_a_memory_reading_says_why_not_n_a_of_n_a():
+    """Issue 22 item 18: a memory reading of ``None`` showed "peak n/a of n/a" with no reason."""
+    said = DeviceReading(memory_missing="NVML could not read its memory (Unknown Error)")
+    unsaid = DeviceReading(utilization_percent=3)
+    for reading, why in (
+        (said, "NVML could not read its memory (Unknown Error)"),
+        (unsaid, "the device did not report its memory"),
+    ):
+        history = (Sample(0.5, (DeviceSample(0, reading, None),)),)
+        text = render.peak_text(view(history=history, peaks=()), T4)
+        assert text == f"GPU 0 · Tesla T4: {why}; no memory reading"
+        assert "n/a" not in text
+    stats = render.device_stats_text(DeviceSample(0, said, None))
+    assert stats.startswith("NVML could not read its memory (Unknown Error) · ")
