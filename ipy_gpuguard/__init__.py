@@ -38,10 +38,12 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'ipy_gpuguard' has no attribute {name!r}")
 
 
-def _jupyter_server_extension_points() -> list[dict[str, str]]:
+def _jupyter_server_extension_points() -> list[dict[str, Any]]:
     """The jupyter_server extension (``ipy_gpuguard.server``), enabled by the config file
-    installed with the package."""
-    return [{"module": "ipy_gpuguard.server"}]
+    installed with the package; jupyter_server alone calls this, so the import is here."""
+    from .server import GPUGuardServer
+
+    return [{"module": "ipy_gpuguard.server", "app": GPUGuardServer}]
 
 
 def _jupyter_labextension_paths() -> list[dict[str, str]]:

@@ -1,41 +1,58 @@
 """The jupyter_server extension: the GPU meter's reading and the kernels' recorded state, for
-the lab extension, under authenticated, versioned, read-only endpoints."""
+the lab extension, under authenticated, versioned, read-only endpoints.
+
+It is an :class:`~jupyter_server.extension.application.ExtensionApp` for the one thing a plain
+extension module cannot have in jupyter_server 2: a hook when the server stops, where NVML is
+shut down with the extension that opened it.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
 
-from jupyter_server.utils import url_path_join
+from jupyter_server.extension.application import ExtensionApp
 
 from .handlers import DevicesHandler, KernelStateHandler, PostMortemHandler
 from .meter import Meter
 
-__all__ = ["Meter", "_load_jupyter_server_extension"]
+__all__ = ["GPUGuardServer", "Meter"]
 
 #: Where the endpoints live, under the server's base URL.
 API_PATH = "ipy-gpuguard/api/v1"
 
 
-def _load_jupyter_server_extension(server_app: Any) -> None:
-    """Register the endpoints; NVML is opened on the first request, in a worker thread."""
-    meter = Meter(runtime_dir=server_app.runtime_dir)
-    web_app = server_app.web_app
-    web_app.settings["ipy_gpuguard_meter"] = meter
-    base = url_path_join(web_app.settings["base_url"], API_PATH)
-    web_app.add_handlers(
-        ".*$",
-        [
-            (url_path_join(base, "devices"), DevicesHandler, {"meter": meter}),
-            (
-                url_path_join(base, r"kernels/(?P<kernel_id>[\w-]+)/state"),
-                KernelStateHandler,
-                {"runtime_dir": server_app.runtime_dir},
-            ),
-            (
-                url_path_join(base, r"kernels/(?P<kernel_id>[\w-]+)/post-mortem"),
-                PostMortemHandler,
-                {"runtime_dir": server_app.runtime_dir},
-            ),
-        ],
-    )
-    server_app.log.info("ipy_gpuguard: GPU meter, kernel state and post-mortems at /%s/", API_PATH)
+class GPUGuardServer(ExtensionApp):
+    """The endpoints; NVML is opened on the first request, in a worker thread, and shut down
+    when the server stops."""
+
+    name = "ipy_gpuguard"
+    load_other_extensions = True
+
+    def initialize_settings(self) -> None:
+        self.meter = Meter(runtime_dir=self._runtime_dir)
+        self.settings["ipy_gpuguard_meter"] = self.meter
+
+    def initialize_handlers(self) -> None:
+        runtime = {"runtime_dir": self._runtime_dir}
+        self.handlers.extend(
+            [
+                (f"/{API_PATH}/devices", DevicesHandler, {"meter": self.meter}),
+                (rf"/{API_PATH}/kernels/(?P<kernel_id>[\w-]+)/state", KernelStateHandler, runtime),
+                (
+                    rf"/{API_PATH}/kernels/(?P<kernel_id>[\w-]+)/post-mortem",
+                    PostMortemHandler,
+                    runtime,
+                ),
+            ]
+        )
+        self.log.info("ipy_gpuguard: GPU meter, kernel state and post-mortems at /%s/", API_PATH)
+
+    @property
+    def _runtime_dir(self) -> str:
+        """Jupyter's runtime folder, where the kernels record their state."""
+        assert self.serverapp is not None  # linked before the settings and handlers are made
+        return str(self.serverapp.runtime_dir)
+
+    async def stop_extension(self) -> None:
+        """Shut NVML down (in a worker thread: a busy driver can block the call)."""
+        await asyncio.to_thread(self.meter.close)

@@ -7,6 +7,7 @@ in a worker thread, never on the server's event loop (an NVML call can block on 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -14,6 +15,8 @@ from dataclasses import replace
 
 from ..protocol import KernelShare, MeterDevice, MeterReading, read_state, state_path
 from ..telemetry import DeviceBackend, open_backend
+
+log = logging.getLogger(__name__)
 
 #: Seconds a reading is served before the next one is taken.
 MIN_INTERVAL_S = 1.0
@@ -56,20 +59,35 @@ class Meter:
         self._pid_exists = pid_exists
         self._clock = clock
         self._backend: DeviceBackend | None = None
-        self._lock = asyncio.Lock()
         self._cached: tuple[float, MeterReading] | None = None
+        self._taking: asyncio.Future[MeterReading] | None = None
 
     async def reading(self, kernel_pids: Mapping[str, int | None]) -> MeterReading:
         """The shared reading, taken again in a worker thread when it is older than a second.
 
+        One reading is taken at a time, and no client waits on one while an older reading
+        exists: a driver that blocks NVML for a minute leaves every meter with the last reading
+        (and its time) instead of a hung request. Only the very first reading is waited for.
         ``kernel_pids`` is each kernel's own pid; their process trees (a scan of every process)
         are walked in that thread too, and only for a new reading.
         """
-        async with self._lock:
-            now = self._clock()
-            if self._cached is None or now - self._cached[0] >= MIN_INTERVAL_S:
-                self._cached = (now, await asyncio.to_thread(self._read_trees, kernel_pids))
-            return self._cached[1]
+        cached = self._cached
+        if cached is not None and self._clock() - cached[0] < MIN_INTERVAL_S:
+            return cached[1]
+        if self._taking is None:
+            self._taking = asyncio.ensure_future(self._take(kernel_pids))
+            self._taking.add_done_callback(_said_once)
+        if cached is not None:
+            return cached[1]
+        return await asyncio.shield(self._taking)
+
+    async def _take(self, kernel_pids: Mapping[str, int | None]) -> MeterReading:
+        try:
+            reading = await asyncio.to_thread(self._read_trees, kernel_pids)
+            self._cached = (self._clock(), reading)
+            return reading
+        finally:
+            self._taking = None
 
     def _read_trees(self, kernel_pids: Mapping[str, int | None]) -> MeterReading:
         return self.read({kernel_id: process_tree(pid) for kernel_id, pid in kernel_pids.items()})
@@ -144,6 +162,16 @@ class Meter:
         if holders and not any(exists(pid) for pid in holders):
             return NOT_ATTRIBUTABLE
         return None
+
+
+def _said_once(taken: asyncio.Future[MeterReading]) -> None:
+    """A reading that failed with nobody waiting on it (they had the last one) is logged once,
+    in a line, instead of as asyncio's "exception was never retrieved" with a traceback."""
+    error = None if taken.cancelled() else taken.exception()
+    if error is not None:
+        log.warning(
+            "ipy_gpuguard: the GPU meter's reading failed: %s: %s", type(error).__name__, error
+        )
 
 
 def _holding(device: MeterDevice, shares: tuple[KernelShare, ...], count: int) -> MeterDevice:

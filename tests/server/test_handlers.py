@@ -199,3 +199,43 @@ async def test_without_a_driver_the_reading_says_why_in_one_line(jp_fetch, jp_se
     assert reading["devices"] == []
     assert "driver" in reading["reason"].lower()
     assert "\n" not in reading["reason"]
+
+
+async def test_nvml_is_shut_down_with_the_extension(jp_fetch, jp_serverapp):
+    """Issue 22: the server extension opened NVML and never shut it down."""
+    meter = jp_serverapp.web_app.settings["ipy_gpuguard_meter"]
+    nvml = make_fake_nvml([FakeGpu()])
+    meter.open_telemetry = lambda spec: open_backend(spec, lambda: NvmlBackend.open(nvml))
+    await jp_fetch("ipy-gpuguard", "api", "v1", "devices")
+    assert nvml.initialised
+    await jp_serverapp.cleanup_extensions()  # what the server does as it stops
+    assert not nvml.initialised
+
+
+async def test_a_reading_that_blocks_holds_up_no_request(jp_fetch, jp_serverapp):
+    """Issue 22: the meter held its lock while NVML blocked, and every request waited on it."""
+    import asyncio
+    import threading
+
+    meter = fake_nvml_meter(jp_serverapp, [FakeGpu()])
+    first = json.loads((await jp_fetch("ipy-gpuguard", "api", "v1", "devices")).body)
+    backend = meter._backend
+    released = threading.Event()
+    reading = backend.read
+
+    def stuck(index):
+        released.wait(10)  # a driver busy for seconds
+        return reading(index)
+
+    backend.read = stuck
+    meter._cached = (meter._cached[0] - 60, meter._cached[1])  # the reading is old: take another
+    try:
+        for _ in range(3):  # the first starts a reading; none waits on it
+            answer = await asyncio.wait_for(jp_fetch("ipy-gpuguard", "api", "v1", "devices"), 5)
+            assert json.loads(answer.body)["updated_at"] == first["updated_at"]
+    finally:
+        released.set()
+    while meter._taking is not None:
+        await asyncio.sleep(0.01)
+    later = json.loads((await jp_fetch("ipy-gpuguard", "api", "v1", "devices")).body)
+    assert later["updated_at"] > first["updated_at"]

@@ -85,11 +85,15 @@ def test_one_reading_a_second_taken_off_the_event_loop(monkeypatch):
         first = await meter.reading({"k1": 100})
         again = await meter.reading({"k1": 100})  # another client within the second: the same
         clock.now = 1.0
+        stale = await meter.reading({"k1": 100})  # the last reading, while the next is taken
+        while meter._taking is not None:
+            await asyncio.sleep(0.01)
         later = await meter.reading({"k1": 100})
-        return loop_thread, first, again, later
+        return loop_thread, first, again, stale, later
 
-    loop_thread, first, again, later = asyncio.run(clients())
+    loop_thread, first, again, stale, later = asyncio.run(clients())
     assert again is first
+    assert stale is first
     assert later is not first
     assert len(nvml.threads) == 4  # two readings of two GPUs
     assert loop_thread not in nvml.threads
