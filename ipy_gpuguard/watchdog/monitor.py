@@ -176,7 +176,7 @@ class Watchdog:
             self.past_stalls.append(replace(self.stall, resumed_at=last))
             self.stall = None
             self._on_change()
-        if self.stall is None and now - last >= limit:
+        if self.stall is None and now - last >= limit and not self._cell_code_ended():
             self.stall = Stall(
                 started_at=last,
                 detected_at=now,
@@ -192,6 +192,12 @@ class Watchdog:
                 self._raise(self.stall.where, now)
             self._on_change()
         return now + self._interval_s if self.stall is not None else last + limit
+
+    def _cell_code_ended(self) -> bool:
+        """Whether the cell's code ran and the main thread has left it: IPython shows how it
+        ended (a Keras traceback takes seconds to format on a busy machine), and no step comes
+        after that; it is not the cell that stopped making progress."""
+        return self._last_position is not None and self._position() is None
 
     def _waits_since_move(self) -> int | None:
         now, then = self._waits(), self._waits_at_move

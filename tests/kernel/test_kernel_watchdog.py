@@ -72,3 +72,30 @@ def test_the_persons_own_interrupt_is_ipythons_keyboard_interrupt_and_no_card(cl
     (frozen,) = run.of_type("update_display_data")
     assert "No progress" not in frozen["content"]["data"]["text/plain"]
     assert evaluate(client, GUARD_THREADS) == "[]"
+
+
+def test_a_cell_that_ended_is_not_a_hang_while_its_traceback_is_shown(client):
+    """Issue 22 item 19: under load, the person's interrupt ended a fit of 0.05 s steps and the
+    hang card filled while IPython formatted Keras' traceback, seconds without a step. Here the
+    traceback is slow to show by itself: 2.5 s against ``--timeout 1``."""
+    library = (  # a library's exception: its rendering is not the cell's code
+        "class SlowToShow(Exception):\n"
+        "    def _render_traceback_(self):\n"
+        "        time.sleep(2.5)\n"
+        "        return ['SlowToShow: shown after 2.5 s']\n"
+    )
+    defined = execute(client, f"exec(compile({library!r}, 'slow_library.py', 'exec'))")
+    assert defined.status == "ok"
+    run = execute(
+        client,
+        "%%gpuguard --timeout 1 --interval 0.1\n"
+        "model.fit(batches(step_s=0.05), steps_per_epoch=10, epochs=1, verbose=0)\n"
+        "raise SlowToShow()\n",
+        timeout=120,
+    )
+    assert run.status == "error"
+    (error,) = run.of_type("error")
+    assert error["content"]["traceback"] == ["SlowToShow: shown after 2.5 s"]
+    assert not hang_card_updates(run)
+    (frozen,) = run.of_type("update_display_data")
+    assert "No progress" not in frozen["content"]["data"]["text/plain"]

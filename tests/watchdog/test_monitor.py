@@ -169,3 +169,25 @@ def test_the_card_says_what_the_waits_show():
     assert first_fact(None) == (  # not measured: only what was seen
         "The main thread has not moved: it was at the same line each time the watchdog looked."
     )
+
+
+def test_a_cell_whose_code_has_ended_is_not_stalled_while_ipython_shows_its_end():
+    """Issue 22 item 19: the person's interrupt ended a fit of 0.05 s steps; while IPython
+    formatted Keras' long traceback (seconds on a busy machine), no step came for longer than
+    ``--timeout`` and the watchdog filled a hang card."""
+    steps = StepRecorder()
+    where = ["in the cell"]
+    dog, changes = watchdog(steps, position=lambda: where[0])
+    dog.start()
+    try:
+        steps.begin_phase("fit")
+        for _ in range(5):
+            time.sleep(0.05)
+            steps.step()
+        time.sleep(0.1)  # a look sees the main thread in the cell
+        where[0] = None  # the interrupt unwound the cell: IPython shows its traceback
+        time.sleep(LIMIT_S + 0.3)
+        assert dog.stall is None
+        assert not changes
+    finally:
+        dog.stop()
