@@ -6,10 +6,11 @@ the session gives, and what a card shows of a retry is built from its state in `
 """
 
 from .attempts import Attempt, CellRetry, RetrySetup, RunOutcome
-from .find import BatchFinding, BatchTarget, Literal, find_batch_size
+from .find import BatchFinding, find_batch_size
 from .frames import CellFrame, cell_frames
 from .memory import BatchMemory, Remembered, cell_key
 from .plan import RetryRequest, plan_retry, remembered_note
+from .resolve import BatchTarget, Literal
 from .rewrite import Rewrite, rewrite, without_batch_size
 from .search import BatchSearch, SearchSettings, Step, Trial
 from .settings import (

@@ -13,8 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..protocol import AttemptRecord, Reclaim
-from .find import BatchFinding, BatchTarget, Literal
+from .find import BatchFinding
 from .memory import BatchMemory, Remembered
+from .resolve import BatchTarget, Literal
 from .rewrite import Rewrite, rewrite
 from .search import BatchSearch, SearchSettings, Step, Trial
 

@@ -24,6 +24,16 @@ from dataclasses import dataclass, field
 
 from .flow import Scope, Statement, names_read, own_nodes
 from .frames import CellFrame
+from .resolve import (
+    BatchTarget,
+    Branches,
+    Cannot,
+    Found,
+    Literal,
+    literal_of,
+    resolve,
+    resolve_name,
+)
 from .source import CellSource
 
 #: Methods whose first argument is a batch size (``tf.data.Dataset``).
@@ -34,34 +44,6 @@ POSITIONAL_BATCH = {"fit": 2, "evaluate": 2, "predict": 1}
 _BATCH_NAME = re.compile(r"(?i)batch|^bs$")
 #: Keras 3 optimizers' argument that --keep-effective-batch multiplies.
 ACCUMULATION_KEYWORD = "gradient_accumulation_steps"
-
-
-@dataclass(frozen=True)
-class Literal:
-    """An integer literal in the cell: where its characters are, and its value."""
-
-    start: int
-    end: int
-    line: int
-    value: int
-
-
-@dataclass(frozen=True)
-class BatchTarget:
-    """What a retry changes to set the batch size.
-
-    ``literal`` is the number to rewrite; without one, ``name`` is a variable of an earlier
-    cell, which the retry sets in the namespace. ``use`` says where the size goes, in words.
-    """
-
-    name: str | None
-    literal: Literal | None
-    use: str
-    use_line: int
-
-    @property
-    def label(self) -> str:
-        return self.name if self.name is not None else f"the batch size in {self.use}"
 
 
 @dataclass(frozen=True)
@@ -80,56 +62,10 @@ class BatchFinding:
 
 
 @dataclass(frozen=True)
-class _Cannot:
-    """Why a use's batch size is not a number the guard can change; ``parameter``: it is a
-    function's parameter, set where the function is called."""
-
-    reason: str
-    parameter: bool = False
-
-
-@dataclass(frozen=True)
-class _Branches:
-    """A name set differently in several branches: which one reached the call depends on the
-    run, whose values (the name's, in ``scope``) tell when exactly one candidate matches."""
-
-    name: str
-    scope: Scope = field(compare=False)
-    candidates: tuple[BatchTarget | _Cannot, ...]
-    use: str
-    line: int
-
-    def decide(self, value: int | None) -> BatchTarget | _Cannot:
-        """The candidate the run's ``value`` of the name shows, or why none is shown."""
-        matching = [c for c in self.candidates if value is not None and _may_be(c, value)]
-        return matching[0] if len(matching) == 1 else self.undecided()
-
-    def undecided(self) -> _Cannot:
-        lines = sorted(
-            {c.literal.line for c in self.candidates if isinstance(c, BatchTarget) and c.literal}
-        )
-        where = f" (lines {', '.join(map(str, lines))})" if lines else ""
-        return _Cannot(
-            f"{self.name}, the batch size in {self.use} on line {self.line}, is set in more than "
-            f"one branch{where} and the guard cannot tell which one ran: set it once before "
-            "the call, or name a variable set once with %%gpuguard --batch-var NAME"
-        )
-
-
-_Found = BatchTarget | _Cannot | _Branches
-
-
-def _may_be(candidate: BatchTarget | _Cannot, value: int) -> bool:
-    if isinstance(candidate, BatchTarget) and candidate.literal is not None:
-        return candidate.literal.value == value
-    return True  # a name of an earlier cell, or a value the guard cannot read: it may be
-
-
-@dataclass(frozen=True)
 class _Use:
     """A batch size handed to a call: what sets it, the call's lines, where the call runs."""
 
-    found: _Found
+    found: Found
     lines: range
     scope: Scope = field(compare=False)
     statement: Statement = field(compare=False)
@@ -159,7 +95,7 @@ class BatchSizes:
     uses: tuple[_Use, ...]
     root: Scope | None = field(compare=False)
     source: CellSource
-    named: _Found | None = None
+    named: Found | None = None
     unreadable: str = ""
     accumulation: Literal | None = None
 
@@ -178,7 +114,7 @@ class BatchSizes:
             on_line = [u for u in self.uses if u.scope is scope and frame.line in u.lines]
             if on_line:
                 finding = self._finding(on_line[0].found, placed)
-                if not isinstance(on_line[0].found, _Cannot) or not on_line[0].found.parameter:
+                if not isinstance(on_line[0].found, Cannot) or not on_line[0].found.parameter:
                     return finding
                 parameter = parameter or finding  # set where the function is called: look out
         feeding = self._feeding(placed)
@@ -186,8 +122,8 @@ class BatchSizes:
             return self._finding(feeding[0].found, placed)
         return self._ran_before(placed) or parameter or self._otherwise(failing[0].line)
 
-    def _finding(self, found: _Found, placed: list[tuple[CellFrame, Scope | None]]) -> BatchFinding:
-        if isinstance(found, _Branches):
+    def _finding(self, found: Found, placed: list[tuple[CellFrame, Scope | None]]) -> BatchFinding:
+        if isinstance(found, Branches):
             frames = [frame for frame, scope in placed if scope is found.scope]
             if not frames:
                 return BatchFinding(
@@ -198,7 +134,7 @@ class BatchSizes:
                 )
             decided = found.decide(frames[-1].integers.get(found.name))
             return self._finding(decided, placed)
-        if isinstance(found, _Cannot):
+        if isinstance(found, Cannot):
             return BatchFinding(None, found.reason, accumulation=self.accumulation)
         return BatchFinding(found, accumulation=self.accumulation)
 
@@ -310,7 +246,7 @@ def read_batch_sizes(cell: str, batch_var: str | None = None) -> BatchSizes:
     root = Scope(tree)
     accumulation = _accumulation(root, source)
     if batch_var is not None:
-        named = _resolve_name(root, batch_var, None, f"--batch-var {batch_var}", 0, source)
+        named = resolve_name(root, batch_var, None, f"--batch-var {batch_var}", 0, source)
         return BatchSizes((), root, source, named, accumulation=accumulation)
     uses = sorted(_uses(root, source), key=lambda use: (use[0].lineno, use[0].col_offset))
     return BatchSizes(tuple(use for _, use in uses), root, source, accumulation=accumulation)
@@ -326,7 +262,7 @@ def _uses(root: Scope, source: CellSource) -> Iterator[tuple[ast.expr, _Use]]:
                 name = _call_name(node.func)
                 lines = range(node.lineno, (node.end_lineno or node.lineno) + 1)
                 for use, value in _batch_arguments(node, name):
-                    found = _resolve(value, use, lines.start, scope, statement, source)
+                    found = resolve(value, use, lines.start, scope, statement, source)
                     text = ast.get_source_segment(source.python, value) or "…"
                     yield value, _Use(found, lines, scope, statement, use.replace("…", text))
 
@@ -351,94 +287,11 @@ def _call_name(func: ast.expr) -> str:
     return "a call"
 
 
-def _resolve(
-    value: ast.expr,
-    use: str,
-    line: int,
-    scope: Scope,
-    statement: Statement,
-    source: CellSource,
-) -> _Found:
-    literal = _literal(value, source)
-    if literal is not None:
-        return BatchTarget(None, literal, use, line)
-    if isinstance(value, ast.Name):
-        return _resolve_name(scope, value.id, statement, use, line, source)
-    text = ast.get_source_segment(source.python, value) or "an expression"
-    return _Cannot(
-        f"the batch size in {use} on line {line} is {text}, an expression the guard cannot "
-        "change: put it in a variable and name it with %%gpuguard --batch-var NAME"
-    )
-
-
-def _resolve_name(
-    scope: Scope,
-    name: str,
-    before: Statement | None,
-    use: str,
-    line: int,
-    source: CellSource,
-    depth: int = 0,
-) -> _Found:
-    """What sets ``name`` at ``before`` in ``scope``: a literal, a name it copies, the
-    namespace (a name of an earlier cell), or several of those, one per branch."""
-    owner: Scope | None = scope
-    while owner is not None and name not in owner.bindings:
-        owner, before = owner.parent, None
-    if owner is None:
-        return BatchTarget(name, None, use, line)
-    bindings, surely = owner.reaching(name, before)
-    candidates: list[BatchTarget | _Cannot] = []
-    for binding in bindings:
-        found: _Found
-        literal = _literal(binding.value, source)
-        if literal is not None:
-            found = BatchTarget(name, literal, use, line or literal.line)
-        elif binding.parameter:
-            found = _Cannot(
-                f"{name}, the batch size in {use}, is a parameter of the function: the guard "
-                "changes it where the function is called with batch_size=N, or name a variable "
-                "with %%gpuguard --batch-var NAME",
-                parameter=True,
-            )
-        elif isinstance(binding.value, ast.Name) and depth < 8:
-            found = _resolve_name(
-                owner, binding.value.id, binding.statement, use, line, source, depth + 1
-            )
-        else:
-            found = _Cannot(
-                f"{name}, the batch size in {use}, is not set to a number in this cell: set it "
-                f"like {name} = 64, or name another variable with %%gpuguard --batch-var NAME"
-            )
-        candidates.extend(found.candidates if isinstance(found, _Branches) else (found,))
-    if not surely and owner.parent is None:
-        candidates.append(BatchTarget(name, None, use, line))  # it may hold an earlier cell's
-    distinct = tuple(dict.fromkeys(candidates))
-    if len(distinct) == 1:
-        return distinct[0]
-    if not distinct:  # assigned only after the call: an earlier cell's, or unbound
-        return BatchTarget(name, None, use, line)
-    return _Branches(name, owner, distinct, use, line)
-
-
-def _literal(value: ast.expr | None, source: CellSource) -> Literal | None:
-    if not (
-        isinstance(value, ast.Constant)
-        and type(value.value) is int
-        and value.end_lineno == value.lineno
-        and value.end_col_offset is not None
-    ):
-        return None
-    start = source.offset(value.lineno, value.col_offset)
-    end = source.offset(value.lineno, value.end_col_offset)
-    return Literal(start, end, value.lineno, value.value)
-
-
 def _batch_named_literals(root: Scope, source: CellSource) -> list[BatchTarget]:
     """Variables of the cell named like a batch size and assigned a number, whatever uses them."""
     found = []
     for name, bindings in root.bindings.items():
-        literal = _literal(bindings[-1].value, source)
+        literal = literal_of(bindings[-1].value, source)
         if _BATCH_NAME.search(name) and literal is not None:
             found.append(BatchTarget(name, literal, f"{name} = {literal.value}", literal.line))
     return found
@@ -452,7 +305,7 @@ def _accumulation(root: Scope, source: CellSource) -> Literal | None:
                 if isinstance(node, ast.Call):
                     for keyword in node.keywords:
                         if keyword.arg == ACCUMULATION_KEYWORD:
-                            return _literal(_last_value(root, keyword.value), source)
+                            return literal_of(_last_value(root, keyword.value), source)
     return None
 
 

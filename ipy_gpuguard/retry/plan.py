@@ -9,10 +9,11 @@ from typing import Any
 from ..diagnosis import Diagnosis
 from ..protocol import RetryOffer, RetryTarget
 from .attempts import CellRetry, RetrySetup, RunOutcome
-from .find import BatchFinding, BatchTarget, find_batch_size
+from .find import BatchFinding, find_batch_size
 from .frames import CellFrame
 from .memory import BatchMemory, Remembered, cell_key
 from .reruns import rerun_statements
+from .resolve import BatchTarget
 from .rewrite import Rewrite, without_batch_size
 from .search import Trial
 from .settings import RetrySettings

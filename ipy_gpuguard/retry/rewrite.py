@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..protocol import TextEdit
-from .find import BatchFinding, BatchTarget, Literal
+from .find import BatchFinding
+from .resolve import BatchTarget, Literal
 from .source import CellSource
 
 
