@@ -14,8 +14,10 @@ pytestmark = pytest.mark.kernel
 
 
 @pytest.fixture(scope="module")
-def client():
-    with kernel(GPUGUARD_SIMULATE="8GiB") as client:
+def client(tmp_path_factory):
+    # Its own data folder: the sizes that fit are remembered there, not where other tests look.
+    data = tmp_path_factory.mktemp("jupyter-data")
+    with kernel(GPUGUARD_SIMULATE="8GiB", JUPYTER_DATA_DIR=str(data)) as client:
         assert execute(client, "%load_ext ipy_gpuguard").status == "ok"
         yield client
 

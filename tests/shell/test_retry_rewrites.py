@@ -20,8 +20,12 @@ def evaluate(batch_size):
 
 
 @pytest.fixture
-def ran(shell):
-    """The calls the cell made; the shell is shared, so the cell's names go with the test."""
+def ran(shell, tmp_path):
+    """The calls the cell made; the shell is shared, so the cell's names go with the test, and
+    the sizes that fitted are remembered in this test's own file (a remembered size would start
+    the retry there)."""
+    memory = str(tmp_path / "batch-sizes.json")
+    shell.run_line_magic("config", f"GPUGuard.batch_memory = {memory!r}")
     before = set(shell.user_ns)
     yield lambda: shell.user_ns["ran"]
     for name in set(shell.user_ns) - before:
