@@ -107,8 +107,10 @@ class BatchSizes:
         placed = [(frame, self._scope_of(frame)) for frame in failing]
         if self.named is not None:
             return self._finding(self.named, placed)
-        if not failing:
-            return self._finding(self.uses[0].found, placed) if self.uses else self._otherwise()
+        if not failing:  # the cell's first size it can change, else why it has none
+            readable = [use for use in self.uses if not isinstance(use.found, Cannot)]
+            first = (readable or self.uses)[:1]
+            return self._finding(first[0].found, placed) if first else self._otherwise()
         parameter = None
         for frame, scope in reversed(placed):
             on_line = [u for u in self.uses if u.scope is scope and frame.line in u.lines]

@@ -228,3 +228,14 @@ def test_a_parameter_is_changed_where_the_function_is_called():
     finding = find_batch_size(called_positionally, failing=frames)
     assert finding.target is None
     assert "parameter" in finding.reason
+
+
+def test_before_a_failure_the_first_size_the_guard_can_change_stands_for_the_cell():
+    """An ``--auto-retry`` cell is checked before it runs: a computed size above a literal one
+    must not refuse it; the failure then says which one it was."""
+    cell = "ds = ds.batch(n * 2)\nmodel.fit(x, batch_size=64)\n"
+    assert find_batch_size(cell).target.literal.value == 64
+    assert find_batch_size(cell, failing=(CellFrame(2),)).target.literal.value == 64
+    computed = find_batch_size(cell, failing=(CellFrame(1),))
+    assert computed.target is None
+    assert "n * 2" in computed.reason
