@@ -169,6 +169,34 @@ function retryView(retry: IRetryState, words: ICardWords): HTMLElement {
   return section;
 }
 
+/**
+ * Carry into a card drawn anew what the person has in hand in the old one: each section folded
+ * open or closed as it was, and each button as the same element, brought up to date. A live
+ * hang card is drawn anew four times a second; a new button under the pointer between its press
+ * and its release would lose the click.
+ */
+export function carryOver(previous: Element, next: Element): void {
+  const folds = Array.from(previous.querySelectorAll('details'), details => details.open);
+  next.querySelectorAll('details').forEach((details, index) => {
+    details.open = folds[index] ?? details.open;
+  });
+  const buttons = new Map(
+    Array.from(previous.querySelectorAll<HTMLButtonElement>('button[data-action]'), button => [
+      button.dataset.action,
+      button
+    ])
+  );
+  next.querySelectorAll<HTMLButtonElement>('button[data-action]').forEach(drawn => {
+    const kept = buttons.get(drawn.dataset.action);
+    if (kept) {
+      kept.textContent = drawn.textContent;
+      kept.disabled = drawn.disabled;
+      kept.title = drawn.title;
+      drawn.replaceWith(kept);
+    }
+  });
+}
+
 function el(tag: string, className: string, text?: string): HTMLElement {
   const node = document.createElement(tag);
   if (className) {

@@ -9,7 +9,7 @@ import { Widget } from '@lumino/widgets';
 
 import { applyBatchEdit } from './celledit';
 import { ActionsChannel, ActionsChannels, IActionProgress } from './channel';
-import { cardView, IButtonState, ICardActivity } from './cardview';
+import { cardView, carryOver, IButtonState, ICardActivity } from './cardview';
 import {
   APPLY_TO_CELL,
   CARD_MIME,
@@ -126,11 +126,8 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
       action => void this._click(action)
     );
     // The card is drawn anew whenever the kernel's state changes: keep what the person folded
-    // open or closed (a remedy, the evidence) as it was.
-    const folds = Array.from(this.node.querySelectorAll('details'), details => details.open);
-    view.querySelectorAll('details').forEach((details, index) => {
-      details.open = folds[index] ?? details.open;
-    });
+    // open or closed, and the buttons they may be pressing, as they were.
+    carryOver(this.node, view);
     this.node.replaceChildren(view);
   }
 

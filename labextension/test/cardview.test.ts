@@ -3,7 +3,7 @@ import './dom';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { cardView } from '../src/cardview';
+import { cardView, carryOver } from '../src/cardview';
 import { ICard } from '../src/protocol';
 
 /** A card as the kernel sends it after a retry that fixed the cell, with its words. */
@@ -97,4 +97,32 @@ test('a disabled button carries its reason, said once under the row', () => {
   );
   assert.deepEqual(reasons, ['a retry is running']);
   assert.equal(view.querySelector('button')?.getAttribute('title'), 'a retry is running');
+});
+
+test('a card drawn anew keeps the button under the pointer, up to date, and the folds', () => {
+  // A live hang card is drawn four times a second: under load a click whose press and release
+  // straddled a redraw was lost, and the stuck cell went on (the browser test of the Interrupt).
+  const clicked: string[] = [];
+  const interrupt = {
+    action: 'interrupt',
+    label: 'Interrupt the kernel',
+    enabled: true,
+    reason: ''
+  };
+  const host = document.createElement('div');
+  host.append(cardView(card(), [interrupt], {}, action => clicked.push(action)));
+  const pressed = host.querySelector('button[data-action=interrupt]') as HTMLButtonElement;
+  host.querySelectorAll('details').forEach(details => (details.open = true));
+  const busy = { ...interrupt, enabled: false, reason: 'the kernel is busy' };
+  const redrawn = cardView(card(), [busy], {}, action => clicked.push(`new ${action}`));
+  carryOver(host, redrawn);
+  host.replaceChildren(redrawn);
+  const button = host.querySelector('button[data-action=interrupt]') as HTMLButtonElement;
+  assert.equal(button, pressed);
+  assert.equal(button.disabled, true);
+  assert.equal(button.title, 'the kernel is busy');
+  assert.ok(Array.from(host.querySelectorAll('details')).every(details => details.open));
+  button.disabled = false;
+  button.click();
+  assert.deepEqual(clicked, ['interrupt']);
 });
