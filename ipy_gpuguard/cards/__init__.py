@@ -14,6 +14,7 @@ from .build import (
     facts_of,
     hang_card,
     reclaim_of,
+    search_card,
     with_parts,
     words_of,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "hang_card",
     "reclaim_of",
     "reclaim_text",
+    "search_card",
     "verdict_lines",
     "with_parts",
     "words_of",

@@ -39,6 +39,7 @@ from .words import (
     edit_text,
     offer_lines,
     reclaim_text,
+    search_lines,
     verdict_lines,
 )
 
@@ -123,6 +124,40 @@ def hang_card(
     )
 
 
+#: The kind of a card that offers, or shows, a search for the largest batch of a cell that fitted.
+SEARCH_KIND = "search"
+
+
+def search_card(
+    card_id: str, batch_size: int, cell_id: str | None, execution_count: int | None
+) -> Card:
+    """The card under a guarded Keras cell that fitted: the search for its largest batch."""
+    return Card(
+        id=card_id,
+        kind=SEARCH_KIND,
+        rule_id="retry.find_max",
+        title=f"Batch size {batch_size} fits this cell",
+        summary=(
+            "Find the largest batch that fits: the guard tries larger sizes with probes (a few "
+            "training steps each, whose training it then puts back), then runs the cell once, "
+            "whole, at the largest that fits."
+        ),
+        error_type="",
+        matched="",
+        facts=(),
+        evidence=(),
+        remedies=(),
+        notes=(),
+        chart=(),
+        reclaimed=None,
+        retry=None,
+        batch_edit=None,
+        actions=(),
+        cell_id=cell_id,
+        execution_count=execution_count,
+    )
+
+
 def with_parts(card: Card, parts: CardParts) -> Card:
     """``card`` with its changing part as ``parts`` say."""
     request = parts.request
@@ -159,9 +194,13 @@ def words_of(card: Card) -> CardWords:
     retry, edit = card.retry, card.batch_edit
     if card.reclaimed is None and retry is None:
         return NO_WORDS
+    offer = ()
+    if retry is not None:
+        searching = card.kind == SEARCH_KIND
+        offer = search_lines(retry.offer) if searching else offer_lines(retry.offer, card.facts)
     return CardWords(
         reclaim=reclaim_text(card.reclaimed) if card.reclaimed is not None else "",
-        offer=offer_lines(retry.offer, card.facts) if retry is not None else (),
+        offer=offer,
         attempts=tuple(attempt_words(attempt, retry.capacity_bytes) for attempt in retry.attempts)
         if retry is not None
         else (),

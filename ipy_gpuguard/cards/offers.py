@@ -7,6 +7,7 @@ extension and ``%gpuguard retry`` read them from the card."""
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 
 from ..protocol import (
     APPLY_TO_CELL,
@@ -35,8 +36,11 @@ from ..retry import (
 def retry_state(request: RetryRequest, running: bool = False) -> RetryState:
     retry = request.retry
     attempts = tuple(attempt.record() for attempt in retry.attempts) if retry else ()
+    offer = request.offer
+    if retry is not None and retry.notes:  # how the search went: whole runs, a generator used up
+        offer = replace(offer, notes=(*offer.notes, *retry.notes))
     return RetryState(
-        offer=request.offer,
+        offer=offer,
         attempts=attempts,
         verdict=verdict_of(retry),
         capacity_bytes=retry.setup.capacity_bytes if retry else None,
@@ -65,15 +69,15 @@ def retry_actions(request: RetryRequest, running: bool = False) -> tuple[ActionO
     verdict = verdict_of(retry)
     step = retry.suggestion()
     size = step.size if step is not None else None
-    offers = [
-        ActionOffer(RETRY, _retry_label(size), size, *_why_not_retry(retry, verdict, running)),
-        ActionOffer(
-            FIND_MAX,
-            "Find the largest batch that fits",
-            None,
-            *_why_not_search(retry, verdict, running),
-        ),
-    ]
+    search = ActionOffer(
+        FIND_MAX, "Find the largest batch that fits", None, *_why_not_search(retry, verdict, running)
+    )
+    offers = [search]
+    if not request.search_only:  # a cell that fitted has no smaller size to retry
+        retry_offer = ActionOffer(
+            RETRY, _retry_label(size), size, *_why_not_retry(retry, verdict, running)
+        )
+        offers.insert(0, retry_offer)
     kept = _size_to_keep(request)
     if verdict is not None and verdict.state == FIXED and retry.target.literal is not None:
         offers.append(ActionOffer(APPLY_TO_CELL, f"Apply {kept} to the cell", kept, True, ""))

@@ -63,6 +63,16 @@ def offer_lines(offer: RetryOffer, facts: tuple[Fact, ...] = ()) -> tuple[str, .
     )
 
 
+def search_lines(offer: RetryOffer) -> tuple[str, ...]:
+    """A search from a cell that fitted: what it changes, what it noticed, what runs again."""
+    return (
+        f"Search: the batch size is {offer.current_batch_size} ({where_text(offer)}); "
+        "%%gpuguard --find-max searches by itself.",
+        *offer.notes,
+        *rerun_lines(offer),
+    )
+
+
 def _estimate_lines(offer: RetryOffer, facts: tuple[Fact, ...]) -> tuple[str, ...]:
     """Why the offered size is not the diagnosis' estimate, when it is larger."""
     estimate = next((fact for fact in facts if fact.name == "fit_fraction"), None)
@@ -105,6 +115,8 @@ def attempt_words(attempt: AttemptRecord, capacity_bytes: int | None) -> Attempt
         result = "out of memory"
     else:
         result = f"failed, not for memory ({attempt.error})"
+    if attempt.probe:
+        result = f"probe: {result}"
     peak = NOT_MEASURED
     line = f"batch size {attempt.batch_size}: {result}"
     if attempt.peak_bytes is not None:

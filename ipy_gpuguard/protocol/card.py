@@ -146,12 +146,14 @@ class RetryOffer:
 
 @dataclass(frozen=True)
 class AttemptRecord:
-    """One attempt of a retry: ``result`` is ``fits``, ``out_of_memory`` or ``failed``."""
+    """One attempt of a retry: ``result`` is ``fits``, ``out_of_memory`` or ``failed``;
+    ``probe``: a probe of a search (a few training steps, then undone), not a whole run."""
 
     batch_size: int
     result: str
     peak_bytes: int | None
     error: str | None
+    probe: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
-"""Retrying a cell that ran out of memory: find its batch size in its syntax, rewrite only that
-number, choose the next size, run the attempts, decide how they stand, remember what worked.
+"""Retrying a cell that ran out of memory, or searching for the largest batch of one that fits:
+find its batch size in its syntax, rewrite only that number, choose the next size, run the
+attempts (a search probes a few steps per size and puts back what they trained), decide how
+they stand, remember what worked.
 
 Imports neither IPython nor widgets nor a framework: a cell runs through the ``run`` callable
 the session gives, and what a card shows of a retry is built from its state in ``cards/``.
@@ -9,7 +11,8 @@ from .attempts import Attempt, CellRetry, RetrySetup, RunOutcome
 from .find import BatchFinding, find_batch_size
 from .frames import CellFrame, cell_frames
 from .memory import BatchMemory, Remembered, cell_key
-from .plan import RetryRequest, plan_retry, remembered_note
+from .plan import RetryRequest, plan_retry, plan_search, remembered_note
+from .probe import PROBE_STEPS, FitProbe, ProbeEnded
 from .resolve import BatchTarget, Literal
 from .rewrite import Rewrite, rewrite, without_batch_size
 from .search import BatchSearch, SearchSettings, Step, Trial
@@ -31,6 +34,7 @@ __all__ = [
     "MEMORY_HELD",
     "NEXT",
     "OTHER_ERROR",
+    "PROBE_STEPS",
     "Attempt",
     "BatchFinding",
     "BatchMemory",
@@ -38,7 +42,9 @@ __all__ = [
     "BatchTarget",
     "CellFrame",
     "CellRetry",
+    "FitProbe",
     "Literal",
+    "ProbeEnded",
     "Remembered",
     "RetryRequest",
     "RetrySettings",
@@ -53,6 +59,7 @@ __all__ = [
     "decide",
     "find_batch_size",
     "plan_retry",
+    "plan_search",
     "remembered_note",
     "retry_settings",
     "rewrite",

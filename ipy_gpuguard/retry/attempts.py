@@ -1,9 +1,13 @@
-"""Running a failed cell again with smaller batches: one attempt at a time, or a whole search.
+"""Running a cell again with other batch sizes: one attempt at a time, or a whole search.
 
 Each attempt rewrites the cell (:mod:`.rewrite`), sets the namespace variables an earlier cell
 defined, and runs the cell through the shell, guarded like any other. The session records how
 it ended and frees what a failure pinned, so this module only decides: which size next, whether
 memory came back, when to stop, and what worked, which it remembers.
+
+A search for the largest size that fits tries each size with a probe (:mod:`.probe`: a few
+training steps, then undone), and then runs the cell once, whole, at the size it found. A cell
+whose training the heartbeat does not see (no Keras ``fit``) is searched by whole runs.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from dataclasses import dataclass, field
 from ..protocol import AttemptRecord, Reclaim
 from .find import BatchFinding
 from .memory import BatchMemory, Remembered
+from .probe import PROBE_STEPS, FitProbe
 from .resolve import BatchTarget, Literal
 from .rewrite import Rewrite, rewrite
 from .search import BatchSearch, SearchSettings, Step, Trial
@@ -24,6 +29,14 @@ from .search import BatchSearch, SearchSettings, Step, Trial
 HELD_SHARE = 0.05
 HELD_FLOOR_BYTES = 256 * 2**20
 
+
+#: The most probes one search makes (each is a few training steps, not a run).
+MAX_PROBES = 32
+#: The card's note when the search could not probe.
+WHOLE_RUNS = (
+    "Each size was a whole run: the cell's training is not a Keras fit the guard can stop "
+    "after a few steps (a custom loop, or a framework the heartbeat does not see)."
+)
 
 #: Wraps one attempt's run: gets the run, returns its outcome.
 AroundRun = Callable[[Callable[[], "RunOutcome"]], "RunOutcome"]
@@ -41,6 +54,7 @@ class RunOutcome:
     allocator_after_bytes: int | None = None  # after freeing a failure's memory
     reclaimed: Reclaim | None = None  # what that freeing gave back, as the card says it
     interrupted: bool = False  # the person's Stop reached the run: no further attempt
+    probed: bool = False  # a probe the guard ended after its steps (not a failure)
 
 
 @dataclass(frozen=True)
@@ -50,6 +64,7 @@ class Attempt:
     size: int
     outcome: RunOutcome
     rewrite: Rewrite
+    probe: bool = False  # run as a probe: whatever it trained was put back
 
     @property
     def fits(self) -> bool:
@@ -59,7 +74,7 @@ class Attempt:
         """The attempt as the card's data."""
         outcome = self.outcome
         result = "fits" if self.fits else "out_of_memory" if outcome.out_of_memory else "failed"
-        return AttemptRecord(self.size, result, outcome.peak_bytes, outcome.error)
+        return AttemptRecord(self.size, result, outcome.peak_bytes, outcome.error, self.probe)
 
 
 @dataclass(frozen=True)
@@ -69,7 +84,7 @@ class RetrySetup:
     cell: str
     finding: BatchFinding
     current_size: int
-    first_failure: Trial
+    first_trial: Trial  # the run that failed, or (a search from a cell that fits) fitted
     capacity_bytes: int | None
     baseline_bytes: int | None
     min_batch: int = 1
@@ -78,17 +93,22 @@ class RetrySetup:
     remembered: Remembered | None = None
     memory: BatchMemory | None = None
     memory_key: str = ""
+    #: Whether the namespace held an object before the search (a generator a probe may use up).
+    defined_before: Callable[[object], bool] = lambda value: False
 
 
 @dataclass
 class CellRetry:
-    """The retries of one failed cell; ``run`` runs a rewritten cell and says how it ended."""
+    """The retries of one cell; ``run`` runs a rewritten cell, watched by a probe, and says how
+    it ended. ``probing``: whether a search may probe (until a run shows no Keras ``fit``)."""
 
     setup: RetrySetup
-    run: Callable[[Rewrite], RunOutcome]
+    run: Callable[[Rewrite, FitProbe], RunOutcome]
     find_max: bool = False
     search: BatchSearch = field(init=False)
     attempts: list[Attempt] = field(default_factory=list)
+    probing: bool = True
+    notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.search = self._new_search(self.find_max)
@@ -102,23 +122,47 @@ class CellRetry:
         """The size the next click would try."""
         return self.search.next_step(runs_left)
 
-    def attempt(self, size: int, around: AroundRun | None = None) -> Attempt:
-        """Run the cell once with ``size``; record it, and remember it when it fits.
+    def began_with(self, outcome: RunOutcome, probe: bool) -> None:
+        """The cell's own run at its size, which fitted (a probe, with ``--find-max``): the
+        first row of a search's table. Its trial is the setup's first."""
+        size = self.setup.current_size
+        self.attempts.append(Attempt(size, outcome, self.rewrite(size), probe))
+
+    def attempt(self, size: int, around: AroundRun | None = None, probe: bool = False) -> Attempt:
+        """Run the cell once with ``size``, whole or as a probe; record it, and remember it
+        when a whole run fits.
 
         ``around`` wraps the run (a card runs it inside its output area).
         """
         rewritten = self.rewrite(size)
-        outcome = around(lambda: self.run(rewritten)) if around else self.run(rewritten)
-        attempt = Attempt(size, outcome, rewritten)
+        watch = FitProbe(PROBE_STEPS if probe else None, self.setup.defined_before)
+        outcome = around(lambda: self.run(rewritten, watch)) if around else self.run(rewritten, watch)
+        watch.restore()
+        attempt = Attempt(size, outcome, rewritten, probe)
         self.attempts.append(attempt)
         self.search.record(
             Trial(size, attempt.fits, outcome.peak_bytes, outcome.fit_fraction)
             if outcome.out_of_memory or attempt.fits
             else Trial(size, False)
         )
-        if attempt.fits:
+        self._note(watch, attempt)
+        if attempt.fits and not probe:
             self._remember(attempt)
         return attempt
+
+    def _note(self, watch: FitProbe, attempt: Attempt) -> None:
+        """What the card says of how the search went: whole runs, and why; a generator used up."""
+        if watch.steps is not None and attempt.fits and not watch.saw_fit and self.probing:
+            self.probing = False
+            self.notes.append(WHOLE_RUNS)
+        consumed = watch.consumed_input
+        if consumed is not None:
+            note = (
+                f"The probes drew batches from the {consumed} given to fit, which an earlier "
+                "cell made: it cannot be rewound, so what they drew is gone from it."
+            )
+            if note not in self.notes:
+                self.notes.append(note)
 
     def auto(
         self,
@@ -127,24 +171,33 @@ class CellRetry:
         report: Callable[[Attempt], None],
         around: AroundRun | None = None,
     ) -> Attempt | None:
-        """Attempt by itself, up to ``runs`` times; stops at the person's Stop, at a failure
-        other than memory, or when memory is not coming back, after a last run at the largest size that fitted (so
-        that the search ends on a run that fits, whose variables the cell then has). Returns
-        the last attempt."""
+        """Attempt by itself, up to ``runs`` whole runs; a search for the largest size
+        (``find_max``) probes each size (up to :data:`MAX_PROBES`) where the cell allows it.
+        Stops at the person's Stop, at a failure other than memory, or when memory is not
+        coming back; a search ends with a whole run at the largest size that fitted (so that
+        the cell's variables and its model are that run's). Returns the last attempt."""
         if find_max and not self.search.settings.find_max:
             self.search = self._new_search(True, self.search.trials)
-        last = None
-        for used in range(runs):
-            step = self.search.next_step(runs - used)
-            if step is None:
+        last: Attempt | None = None
+        whole = probes = 0
+        while True:
+            probing = find_max and self.probing and probes < MAX_PROBES
+            step = self.search.next_step(MAX_PROBES - probes + 1 if probing else runs - whole)
+            best = self.search.largest_fitting
+            if step is None or (probing and step.size == best):
+                if best is None or _ran_whole(last, best):
+                    break
+                step, probing = Step(best, "the run at the size the search found"), False
+            if not probing and whole >= runs:
                 break
-            last = self.attempt(step.size, around)
+            last = self.attempt(step.size, around, probing)
+            whole, probes = whole + (not probing), probes + probing
             report(last)
             if last.outcome.interrupted or not (last.fits or last.outcome.out_of_memory):
                 break
             if self.memory_held(last):
                 best = self.search.largest_fitting
-                if best is not None:  # end on a run that fits: its variables are the cell's
+                if best is not None and not _ran_whole(last, best):  # end on a whole run
                     last = self.attempt(best, around)
                     report(last)
                 break
@@ -192,7 +245,7 @@ class CellRetry:
             ),
         )
         search = BatchSearch(settings)
-        for trial in trials or [setup.first_failure]:
+        for trial in trials or [setup.first_trial]:
             search.record(trial)
         return search
 
@@ -210,3 +263,8 @@ class CellRetry:
             self.setup.memory_key,
             Remembered(attempt.size, self.target.label, attempt.outcome.peak_bytes, time.time()),
         )
+
+
+def _ran_whole(last: Attempt | None, size: int) -> bool:
+    """Whether the last attempt was a whole run at ``size`` that fitted."""
+    return last is not None and last.fits and not last.probe and last.size == size

@@ -1,9 +1,10 @@
-"""From a cell that ran out of memory to the retry its card offers, or the reason it offers none."""
+"""From a cell that ran out of memory to the retry its card offers, or the reason it offers none;
+from a cell that fitted to the search for its largest batch."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..diagnosis import Diagnosis
@@ -12,6 +13,7 @@ from .attempts import CellRetry, RetrySetup, RunOutcome
 from .find import BatchFinding, find_batch_size
 from .frames import CellFrame
 from .memory import BatchMemory, Remembered, cell_key
+from .probe import FitProbe
 from .reruns import rerun_statements
 from .resolve import BatchTarget
 from .rewrite import Rewrite, without_batch_size
@@ -31,6 +33,7 @@ class RetryRequest:
     retry: CellRetry | None
     offer: RetryOffer
     settings: RetrySettings = field(default_factory=RetrySettings)
+    search_only: bool = False  # a search from a cell that fitted: nothing smaller to offer
 
 
 def plan_retry(
@@ -42,7 +45,7 @@ def plan_retry(
     device_bytes: tuple[int, ...],
     baseline_bytes: int | None,
     memory: BatchMemory | None,
-    run: Callable[[Rewrite], RunOutcome],
+    run: Callable[[Rewrite, FitProbe], RunOutcome],
 ) -> RetryRequest:
     """The retries of ``cell``: its batch size, the first size to try, what the card says.
 
@@ -56,7 +59,78 @@ def plan_retry(
     baseline_bytes
         The allocator's bytes before the cell: what memory must come back to between attempts.
     """
-    finding = find_batch_size(cell, settings.batch_var, failing)
+    fit_fraction = diagnosis.facts.get("fit_fraction")
+    fraction = fit_fraction if isinstance(fit_fraction, float) else None
+    request = _request(
+        cell,
+        settings,
+        failing,
+        namespace,
+        lambda size: Trial(size, False, fit_fraction=fraction),
+        device_bytes,
+        baseline_bytes,
+        memory,
+        run,
+    )
+    retry = request.retry
+    if retry is None:
+        return request
+    current = retry.setup.current_size
+    step = retry.suggestion()
+    if step is None:
+        reason = (
+            f"the batch size is {current}, already at the floor (--min-batch {settings.min_batch})"
+        )
+        return RetryRequest(None, _no_offer(reason, current))
+    offer = replace(
+        request.offer,
+        batch_size=step.size,
+        notes=_notes(retry.setup.finding, settings, retry.setup.remembered, current, step.size),
+        reruns=rerun_statements(cell, failing[0].line if failing else None),
+    )
+    return RetryRequest(retry, offer, settings)
+
+
+def plan_search(
+    cell: str,
+    settings: RetrySettings,
+    ran: Sequence[CellFrame],
+    namespace: Mapping[str, Any],
+    peak_bytes: int | None,
+    device_bytes: tuple[int, ...],
+    baseline_bytes: int | None,
+    memory: BatchMemory | None,
+    run: Callable[[Rewrite, FitProbe], RunOutcome],
+) -> RetryRequest:
+    """A search for the largest batch of ``cell``, whose run fitted (or whose probe did) with
+    the allocator peaking at ``peak_bytes``; ``ran``: where a probe ended it, if one did."""
+    request = _request(
+        cell,
+        settings,
+        ran,
+        namespace,
+        lambda size: Trial(size, True, peak_bytes),
+        device_bytes,
+        baseline_bytes,
+        memory,
+        run,
+    )
+    return replace(request, search_only=True)
+
+
+def _request(
+    cell: str,
+    settings: RetrySettings,
+    frames: Sequence[CellFrame],
+    namespace: Mapping[str, Any],
+    first_trial: Callable[[int], Trial],
+    device_bytes: tuple[int, ...],
+    baseline_bytes: int | None,
+    memory: BatchMemory | None,
+    run: Callable[[Rewrite, FitProbe], RunOutcome],
+) -> RetryRequest:
+    """The cell's batch size and the retry that changes it, or why there is none."""
+    finding = find_batch_size(cell, settings.batch_var, frames)
     target = finding.target
     if target is None:
         choices = tuple(choice.name or "" for choice in finding.choices)
@@ -72,14 +146,12 @@ def plan_retry(
         return RetryRequest(None, _no_offer(reason))
     key = cell_key(without_batch_size(cell, finding), device_bytes)
     remembered = memory.recall(key) if memory is not None else None
-    fit_fraction = diagnosis.facts.get("fit_fraction")
+    before = {id(value) for value in namespace.values()}
     setup = RetrySetup(
         cell=cell,
         finding=finding,
         current_size=current,
-        first_failure=Trial(
-            current, False, fit_fraction=fit_fraction if isinstance(fit_fraction, float) else None
-        ),
+        first_trial=first_trial(current),
         capacity_bytes=sum(device_bytes) if device_bytes else None,
         baseline_bytes=baseline_bytes,
         min_batch=settings.min_batch,
@@ -88,22 +160,17 @@ def plan_retry(
         remembered=remembered,
         memory=memory,
         memory_key=key,
+        defined_before=lambda value: id(value) in before,
     )
     retry = CellRetry(setup, run, find_max=settings.find_max)
-    step = retry.suggestion()
-    if step is None:
-        reason = (
-            f"the batch size is {current}, already at the floor (--min-batch {settings.min_batch})"
-        )
-        return RetryRequest(None, _no_offer(reason, current))
     offer = RetryOffer(
-        batch_size=step.size,
+        batch_size=None,
         current_batch_size=current,
         target=_target(cell, target),
         reason="",
         choices=(),
-        notes=_notes(finding, settings, remembered, current, step.size),
-        reruns=rerun_statements(cell, failing[0].line if failing else None),
+        notes=(),
+        reruns=rerun_statements(cell, None),
     )
     return RetryRequest(retry, offer, settings)
 

@@ -9,7 +9,8 @@ the largest size that fitted and the smallest that failed disposes. One peak giv
 through the origin, which underestimates when part of the memory does not grow with the batch
 (weights, optimizer state), so its proposal fits and gives the second point; a run already
 near capacity is followed by one step up instead. A proposal that fails shows memory is not
-linear here, and the search bisects from then on. It stops when the
+linear here, and the search bisects from then on. Before any size above the largest that fitted
+has failed (a search from a cell that fits), the model proposes, or the size doubles. It stops when the
 largest size that fitted is within ``margin`` of a size that failed, or of the model's limit;
 the last run is always at the size it returns, so the cell's variables are that run's.
 
@@ -22,8 +23,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ..protocol import MAX_BATCH_SIZE
+
 #: The most a single step down divides the size by, whatever the estimate says.
 MAX_JUMP_DOWN = 8
+#: Peaks closer than this share are alike: memory did not grow with the batch.
+GROWTH_TOLERANCE = 0.01
 
 
 @dataclass(frozen=True)
@@ -73,8 +78,12 @@ class BatchSearch:
     _proposed: set[int] = field(default_factory=set)
 
     def record(self, trial: Trial) -> None:
+        """Add ``trial``. A size that failed overrules sizes at least as large that fitted
+        before (a probe that fitted, then a whole run at its size that did not)."""
         if not trial.fits and trial.size in self._proposed:
             self._model_failed = True
+        if not trial.fits:
+            self.trials = [t for t in self.trials if not (t.fits and t.size >= trial.size)]
         self.trials.append(trial)
 
     @property
@@ -83,16 +92,20 @@ class BatchSearch:
         return max(sizes) if sizes else None
 
     @property
-    def smallest_failing(self) -> int:
-        """The smallest size that ran out of memory; the start, which did, before any trial."""
-        lo = self.largest_fitting or 0
-        failed = [t.size for t in self.trials if not t.fits and t.size > lo]
-        return min(failed, default=self.settings.start)
+    def smallest_failing(self) -> int | None:
+        """The smallest size above the largest that fitted that ran out of memory; before any
+        size fitted, the start, which did; ``None`` when every size tried fitted."""
+        lo = self.largest_fitting
+        failed = [t.size for t in self.trials if not t.fits and t.size > (lo or 0)]
+        if failed:
+            return min(failed)
+        return self.settings.start if lo is None else None
 
     @property
     def gave_up(self) -> bool:
         """The floor itself ran out of memory: no batch size fits."""
-        return self.largest_fitting is None and self.smallest_failing <= self.settings.min_batch
+        hi = self.smallest_failing
+        return self.largest_fitting is None and hi is not None and hi <= self.settings.min_batch
 
     @property
     def finished(self) -> bool:
@@ -106,6 +119,7 @@ class BatchSearch:
             return None
         lo, hi = self.largest_fitting, self.smallest_failing
         if lo is None:
+            assert hi is not None
             return self._down(hi)
         if self.finished and (not self.settings.find_max or runs_left < 2):
             return None
@@ -130,9 +144,9 @@ class BatchSearch:
             return None
         return Step(size, why)
 
-    def _up(self, lo: int, hi: int) -> Step | None:
+    def _up(self, lo: int, hi: int | None) -> Step | None:
         margin = self.settings.margin
-        if hi - lo <= max(margin * hi, _granule(lo, self._multiple_of_8)):
+        if hi is not None and hi - lo <= max(margin * hi, _granule(lo, self._multiple_of_8)):
             return None
         if self._uses_the_device(lo):
             return None
@@ -141,13 +155,28 @@ class BatchSearch:
             if points >= 2:
                 return None  # the model puts lo within the margin of the device's capacity
             proposal = lo + _granule(lo, self._multiple_of_8)  # near capacity: one step up
-        if proposal is not None and lo < proposal < hi:
+        ceiling = MAX_BATCH_SIZE if hi is None else hi
+        if proposal is not None and lo < min(proposal, MAX_BATCH_SIZE) < ceiling:
+            proposal = min(proposal, MAX_BATCH_SIZE)
             self._proposed.add(proposal)
             return Step(proposal, "the memory model's estimate of the largest size that fits")
+        if hi is None:
+            double = min(2 * lo, MAX_BATCH_SIZE)
+            if double <= lo or self._stopped_growing():
+                return None
+            return Step(double, f"twice {lo}, which fitted: no size has failed yet")
         middle = self._round_down((lo + hi) / 2)
         if lo < middle < hi:
             return Step(middle, f"halfway between {lo}, which fitted, and {hi}, which did not")
         return None
+
+    def _stopped_growing(self) -> bool:
+        """The two largest sizes that fitted peaked alike: memory no longer grows with the
+        batch (a batch larger than the data is the data), so a larger size changes nothing."""
+        peaks = sorted((t.size, t.peak_bytes) for t in self.trials if t.fits and t.peak_bytes)
+        if len(peaks) < 2 or peaks[-1][0] == peaks[-2][0]:
+            return False
+        return peaks[-1][1] <= peaks[-2][1] * (1 + GROWTH_TOLERANCE)
 
     def _uses_the_device(self, size: int) -> bool:
         """The run at ``size`` peaked within half the margin of the device's capacity."""

@@ -22,8 +22,8 @@ FIXED, NEXT, MEMORY_HELD, GAVE_UP, OTHER_ERROR = (
 def decide(retry: CellRetry, last: Attempt | None) -> RetryVerdict | None:
     """The verdict after ``last``; ``None`` before any attempt, or when nothing is left to say.
 
-    Fixed means the last run fitted at the size the search returns, so the namespace is that
-    run's. Memory that did not come back after a failure outranks the next size: a retry in
+    Fixed means the last run was whole and fitted at the size the search returns, so the
+    namespace (and the model it trained) is that run's; a probe that fitted is not yet. Memory that did not come back after a failure outranks the next size: a retry in
     this kernel would fail again, and the size is what to run after a restart.
     """
     if last is None:
@@ -31,7 +31,7 @@ def decide(retry: CellRetry, last: Attempt | None) -> RetryVerdict | None:
     search = retry.search
     searched = search.settings.find_max
     remembered = retry.setup.memory is not None
-    if last.fits and search.finished:
+    if last.fits and not last.probe and search.finished:
         return RetryVerdict(FIXED, last.size, None, searched, remembered and last.fits)
     if search.gave_up:
         return RetryVerdict(GAVE_UP, search.settings.min_batch, None, searched, False)

@@ -14,6 +14,7 @@ from ..telemetry import DeviceBackend, DeviceInfo, FrameworkAllocators, Sample, 
 from ..telemetry.framework import tensorflow_settings
 from ..ui.summary import PanelSummary
 from ..watchdog import (
+    FitProbe,
     GpuTimeout,
     KerasHooks,
     StallLimits,
@@ -52,6 +53,8 @@ class GuardedRun:
         The kernel's state file, which each sample updates (at most once a second).
     pipe_drain
         Keeps copying the native log's pipe for child processes that outlive the cell.
+    fit_probe
+        Watches the cell's Keras ``fit`` calls for a search (and ends a probe's run).
     """
 
     def __init__(
@@ -66,6 +69,7 @@ class GuardedRun:
         state_file: KernelStateFile | None = None,
         pipe_drain: PipeDrain | None = None,
         on_stall: Callable[[PanelView], None] | None = None,
+        fit_probe: FitProbe | None = None,
     ) -> None:
         self._backend = backend
         self._on_stall = on_stall
@@ -95,7 +99,7 @@ class GuardedRun:
             listener=self._sampled if self._panel or state_file else None,
         )
         self.steps = StepRecorder()
-        self._keras = KerasHooks(self.steps)
+        self._keras = KerasHooks(self.steps, probe=fit_probe)
         self.watchdog = Watchdog(
             self.steps,
             StallLimits(options.timeout_s, options.first_step_s),

@@ -23,6 +23,7 @@ from IPython.display import Pretty, display
 from ..protocol import FIND_MAX, RETRY, Action, ActionArgs
 from ..protocol.files import os_reason
 from ..retry import AUTO_RETRY_RUNS, DEFAULT_RUNS, FIND_MAX_RUNS, retry_settings
+from ..retry.probe import ProbeEnded
 from ..ui.history import HistoryTable
 from .interrupts import StopCell, held_interrupt
 from .options import (
@@ -68,6 +69,7 @@ class GPUGuardMagics(Magics):
         #: Stops a cell whose guard was interrupted while it started (an AST transformer).
         self.stopper = StopCell()
         self.actions_comm: ActionsComm | None = None  # in a Jupyter kernel only
+        self.probe_ends: ProbeEndsUnshown | None = None  # set while loaded
         #: Cells running now, this one included: pre_run_cell counts up, post_run_cell down.
         self._depth = 0
         #: The options the transformer checked, by their line: the cell's start takes them
@@ -379,8 +381,16 @@ class GPUGuardMagics(Magics):
             )
             return
         rule_id = None
-        if error is not None:
-            count = getattr(result, "execution_count", None)
+        count = getattr(result, "execution_count", None)
+        if error is None or isinstance(error, ProbeEnded):  # fitted, or a --find-max probe did
+            ended = error
+
+            def search() -> bool:
+                return self.session.search(finished, ended, count)
+
+            if _guard_failure_in_one_line("search", search) and error is not None:
+                result.error_in_exec = error = None  # the search's last run is the cell's
+        else:
             remediated = _guard_failure_in_one_line(
                 "diagnose", lambda: self.session.remediate(finished, error, count)
             )
@@ -492,6 +502,36 @@ def _no_traceback(*args: Any, **kwargs: Any) -> None:
     """``showtraceback`` of a quiet attempt."""
 
 
+class ProbeEndsUnshown:
+    """Keeps a probe's end (:class:`~ipy_gpuguard.retry.probe.ProbeEnded`) off the screen: the
+    guard ends a ``--find-max`` cell's run itself, which is no error of the person's.
+
+    IPython's custom exception handler shows nothing for it, and stays what it was for any
+    other type; the cell's ``error_in_exec`` is still set, for ``post_run_cell`` to see.
+    """
+
+    def __init__(self, shell: Any) -> None:
+        self._shell = shell
+        self._before = (shell.custom_exceptions, shell.CustomTB)
+        previous = shell.CustomTB
+
+        def handler(
+            shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None
+        ) -> list[str] | None:
+            if issubclass(etype, ProbeEnded):
+                return None
+            return previous(etype, value, tb, tb_offset=tb_offset)  # type: ignore[no-any-return]
+
+        shell.set_custom_exc((*shell.custom_exceptions, ProbeEnded), handler)
+        self._installed = (shell.custom_exceptions, shell.CustomTB)
+
+    def remove(self) -> None:
+        """Put IPython's handler back, unless something replaced it since."""
+        shell = self._shell
+        if (shell.custom_exceptions, shell.CustomTB) == self._installed:
+            shell.custom_exceptions, shell.CustomTB = self._before
+
+
 class GuardedCellTransformer:
     """Blanks a cell's ``%%gpuguard`` line so that the shell runs the rest as the cell itself.
 
@@ -574,6 +614,7 @@ def _parse(magic: Any, line: str, name: str) -> Any:
 
 _CONSEQUENCES = {
     "start": "the cell runs unguarded",
+    "search": "the cell's own result stands",
     "finish": "the cell's own result stands",
     "diagnose": "the traceback above is the cell's own",
 }

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 import threading
 import uuid
 from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..cards import CardParts, base_card, with_parts
+from ..cards import CardParts, base_card, search_card, with_parts
 from ..diagnosis import Diagnosis, Kind
 from ..protocol import Action, ActionResult, Card, RunningCell
 from ..record import PanelView, Reclaimed, device_series
 from ..retry import (
     FIXED,
+    PROBE_STEPS,
     BatchMemory,
+    FitProbe,
+    ProbeEnded,
     RetryRequest,
     RetrySettings,
     Rewrite,
@@ -23,6 +27,7 @@ from ..retry import (
     cell_frames,
     find_batch_size,
     plan_retry,
+    plan_search,
     remembered_note,
 )
 from ..telemetry import DeviceBackend, open_backend
@@ -44,13 +49,15 @@ from .remediation import Failure, Policy, Remediated, attempt_failed, remediate
 
 @dataclasses.dataclass(frozen=True)
 class FinishedCell:
-    """A guarded cell that has ended: its run, its frozen panel, its options and source."""
+    """A guarded cell that has ended: its run, its frozen panel, its options and source, and
+    what its Keras ``fit`` calls showed (a probe's, with ``--find-max``)."""
 
     run: GuardedRun
     view: PanelView
     options: GuardOptions
     cell: str
     cell_id: str | None = None
+    probe: FitProbe | None = None
 
 
 class CellRunner(Protocol):
@@ -104,6 +111,7 @@ class GuardSession:
         self.state_file = state_file
         self._pipe_drain = PipeDrain()
         self._recording: RunOutcome | None = None
+        self._attempt_probe: FitProbe | None = None
         self.cards = CardActions()
         #: The last card whose cell ran out of memory with a size to change, for %gpuguard retry.
         self.last_retry_card: str | None = None
@@ -111,7 +119,9 @@ class GuardSession:
         self.frontend_renders_cards = False
         self._backend: DeviceBackend | None = None
         self._backend_lock = threading.Lock()
-        self._active: tuple[int, GuardedRun, GuardOptions, str, str | None] | None = None
+        self._active: (
+            tuple[int, GuardedRun, GuardOptions, str, str | None, FitProbe | None] | None
+        ) = None
         self.last_failure: Kind | None = None
         self.last_run: GuardedRun | None = None  # the last guarded cell's, once it has ended
 
@@ -198,6 +208,7 @@ class GuardSession:
         if memory is not None and self._runner is not None and not self.recording_attempt:
             batch_var = options.retry.batch_var
             note = remembered_note(cell, batch_var, self._device_bytes(options), memory)
+        probe = self._attempt_probe if self.recording_attempt else self._cell_probe(options)
         run = GuardedRun(
             self.backend,
             options,
@@ -214,23 +225,33 @@ class GuardSession:
             LiveHangCards(cell_id, execution_count).changed
             if self.frontend_renders_cards and not self.recording_attempt
             else None,
+            probe,
         )
         if self.state_file is not None and not self.recording_attempt:
             first = next((line.strip() for line in cell.splitlines()[1:] if line.strip()), "")
             self.state_file.cell_started(RunningCell(cell_id, execution_count, first))
         run.start()
-        self._active = (key, run, options, cell, cell_id)
+        self._active = (key, run, options, cell, cell_id, probe)
+
+    def _cell_probe(self, options: GuardOptions) -> FitProbe | None:
+        """What watches a cell's ``fit`` calls: with ``--find-max``, a probe (its run is the
+        search's first); otherwise whether it trained a Keras model, for the search's offer."""
+        if self._runner is None:
+            return None
+        namespace = {id(value) for value in self._runner.namespace.values()}
+        steps = PROBE_STEPS if options.retry.find_max else None
+        return FitProbe(steps, lambda value: id(value) in namespace)
 
     def end(self, key: int | None, ended_with: str | None = "") -> FinishedCell | None:
         """Finish the guarded cell at nesting depth ``key`` (``None``: whichever is running);
         ``ended_with``: the type of the exception it raised (``None``: it did not)."""
         if self._active is None or (key is not None and self._active[0] != key):
             return None
-        _, run, options, cell, cell_id = self._active
+        _, run, options, cell, cell_id, probe = self._active
         self._active = None
         self.last_run = run
         view = run.finish(ended_with)
-        return FinishedCell(run, view, options, cell, cell_id)
+        return FinishedCell(run, view, options, cell, cell_id, probe)
 
     def ended(self, outcome: str, rule_id: str | None = None) -> None:
         """Record how the guarded cell ended in the kernel's state file."""
@@ -249,6 +270,8 @@ class GuardSession:
         )
         failing = cell_frames(error)
         failed_run = finished.run.failed_run(finished.view)
+        if finished.probe is not None:  # what a --find-max cell's failed run trained
+            finished.probe.restore()
 
         def retry_for(diagnosis: Diagnosis) -> RetryRequest | None:
             if self._runner is None:
@@ -297,6 +320,75 @@ class GuardSession:
         self.last_failure = remediated.diagnosis.kind
         return remediated
 
+    def search(
+        self,
+        finished: FinishedCell,
+        ended: ProbeEnded | None,
+        execution_count: int | None = None,
+    ) -> bool:
+        """A guarded cell that fitted, or whose probe the guard ``ended``: with ``--find-max``,
+        search for its largest batch now; otherwise, for a cell that trained a Keras model in a
+        notebook, offer the search on a card under its panel. Returns whether the cell stands
+        as a whole run that fits (the search's last)."""
+        probe, settings = finished.probe, finished.options.retry
+        if probe is None or self._runner is None:
+            return False
+        if not settings.find_max and not (probe.saw_fit and self.live):
+            return False
+        request = plan_search(
+            finished.cell,
+            settings,
+            cell_frames(ended) if ended is not None else (),
+            self._runner.namespace,
+            finished.run.allocator_peak_bytes(finished.view),
+            self._device_bytes(finished.options),
+            finished.run.failed_run(finished.view).allocator_baseline_bytes,
+            self.batch_memory,
+            self.run_attempt,
+        )
+        retry = request.retry
+        if retry is None:
+            if ended is not None:
+                print(
+                    f"ipy_gpuguard: --find-max stopped this cell after {probe.train_steps} "
+                    f"training steps, and then found no batch size to change ({request.offer.reason}); "
+                    "run it again without --find-max",
+                    file=sys.stderr,
+                )
+            return False
+        if probe.trained_earlier_model and not settings.find_max:
+            retry.notes.append(
+                "This cell's run trained a model of an earlier cell: the search's last run "
+                "trains it again from where that run left it. For one training from the start, "
+                "run the cell that builds the model, then this one with --find-max."
+            )
+        live = self._show_search(request, finished, execution_count)
+        if not settings.find_max:
+            return False
+        probe.restore()  # the search's own last run trains the model
+        peak = finished.run.allocator_peak_bytes(finished.view)
+        retry.began_with(
+            RunOutcome(True, peak_bytes=peak, probed=ended is not None), probe.steps is not None
+        )
+        live.retry(None, settings.auto_runs, True, None)
+        live.display.show(live.card, live.verdict_message())
+        verdict = live.card.retry.verdict if live.card.retry is not None else None
+        stopped = any(attempt.outcome.interrupted for attempt in retry.attempts)
+        return verdict is not None and verdict.state == FIXED and not stopped
+
+    def _show_search(
+        self, request: RetryRequest, finished: FinishedCell, execution_count: int | None
+    ) -> LiveCard:
+        assert request.retry is not None
+        base = search_card(
+            uuid.uuid4().hex, request.retry.setup.current_size, finished.cell_id, execution_count
+        )
+        parts = CardParts(request=request)
+        live = LiveCard(base, parts, self._display(with_parts(base, parts)))
+        self.cards.add(live)
+        self.last_retry_card = base.id
+        return live
+
     def act(self, action: Action, around: AroundRun | None = None) -> ActionResult:
         """Carry out an action on a card (a button, ``%gpuguard retry``, the lab extension); a
         retry that fixed the cell is recorded as such in the kernel's state file."""
@@ -328,18 +420,21 @@ class GuardSession:
             )
         return None
 
-    def run_attempt(self, rewritten: Rewrite) -> RunOutcome:
-        """Run a retry's cell through the shell, guarded; :meth:`record_attempt` fills in the outcome."""
+    def run_attempt(self, rewritten: Rewrite, probe: FitProbe) -> RunOutcome:
+        """Run a retry's cell through the shell, guarded, its ``fit`` calls watched by
+        ``probe``; :meth:`record_attempt` fills in the outcome."""
         assert self._runner is not None
         outcome = RunOutcome()
-        self._recording = outcome
+        self._recording, self._attempt_probe = outcome, probe
         try:
             self._runner.namespace.update(rewritten.namespace)
             with noted_interrupts() as noted:
                 # A terminal prints each attempt in one line; its traceback would be hundreds.
-                self._runner.run_cell(rewritten.source, quiet=not self.live)
+                # A probe's failure is a row of the card's table, whatever the frontend.
+                quiet = not self.live or probe.steps is not None
+                self._runner.run_cell(rewritten.source, quiet=quiet)
         finally:
-            self._recording = None
+            self._recording, self._attempt_probe = None, None
         outcome.interrupted = outcome.interrupted or noted.received
         return outcome
 
@@ -357,6 +452,8 @@ class GuardSession:
         outcome.peak_bytes = finished.run.allocator_peak_bytes(finished.view)
         if isinstance(error, KeyboardInterrupt) and not finished.run.watchdog.interrupt:
             outcome.interrupted = True
+        if isinstance(error, ProbeEnded):
+            outcome.probed, error = True, None
         if error is not None:
             attempt_failed(
                 error, finished.run.failed_run(finished.view), outcome, self.last_failure

@@ -4,7 +4,9 @@ The person writes nothing: while the cell runs, every ``CallbackList`` that Kera
 ``fit``, ``evaluate`` and ``predict``; the validation inside ``fit`` shares its list) also holds a
 :class:`HeartbeatCallback`, and when the cell ends, however it ends, Keras is put back.
 Wrapping ``CallbackList`` rather than ``fit`` keeps the guard's frames out of the person's
-traceback. Only Keras modules the cell has imported are
+traceback. While a retry's search probes a size, the callback also tells its :class:`FitProbe`
+when a ``fit`` begins and each training step ends, and ends the run when the probe has seen
+enough. Only Keras modules the cell has imported are
 touched (the watchdog looks again at every tick, for a cell that imports Keras itself); the
 guard never imports a framework.
 """
@@ -15,9 +17,9 @@ import functools
 import inspect
 import sys
 import threading
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 from .progress import StepRecorder
 
@@ -25,15 +27,34 @@ from .progress import StepRecorder
 KERAS_MODULES = ("keras", "tf_keras")
 _PHASES = {"train": "fit", "test": "evaluate", "predict": "predict"}
 _ABSENT = object()
+#: How far up the stack the callback looks for the ``fit`` it serves (its data argument).
+_FIT_FRAME_DEPTH = 24
+
+
+class FitProbe(Protocol):
+    """What a retry's search watches in the ``fit`` calls of one run (``retry/probe.py``)."""
+
+    def fit_began(self, model: Any, fit_input: Any) -> None:
+        """A ``fit`` of ``model`` on ``fit_input`` (its ``x``; ``None`` if unseen) begins."""
+
+    def train_step_ended(self) -> bool:
+        """A training step ended; ``True``: the probe has seen enough, end the run."""
+
+    def ending(self) -> BaseException:
+        """What to raise to end the run."""
 
 
 class KerasHooks:
     """Puts the heartbeat callback into the Keras modules already imported, and takes it out."""
 
     def __init__(
-        self, recorder: StepRecorder, modules: MutableMapping[str, ModuleType] | None = None
+        self,
+        recorder: StepRecorder,
+        modules: MutableMapping[str, ModuleType] | None = None,
+        probe: FitProbe | None = None,
     ) -> None:
         self._recorder = recorder
+        self._probe = probe
         self._modules = sys.modules if modules is None else modules
         self._lock = threading.Lock()
         self._patched: dict[str, tuple[type, object, object]] = {}
@@ -54,6 +75,7 @@ class KerasHooks:
                         callback_list.__init__,  # type: ignore[misc]
                         heartbeat_callback_class(base),
                         self._recorder,
+                        self._probe,
                     )
                     callback_list.__init__ = wrapper  # type: ignore[misc]
                     self._patched[name] = (callback_list, original, wrapper)
@@ -77,7 +99,10 @@ def _still_importing(module: ModuleType) -> bool:
 
 
 def _with_heartbeat(
-    init: Callable[..., None], callback_class: type, recorder: StepRecorder
+    init: Callable[..., None],
+    callback_class: type,
+    recorder: StepRecorder,
+    probe: FitProbe | None = None,
 ) -> Callable[..., None]:
     """``CallbackList.__init__`` that also puts a heartbeat callback in the list.
 
@@ -88,12 +113,13 @@ def _with_heartbeat(
 
     @functools.wraps(init)
     def with_heartbeat(*args: Any, **kwargs: Any) -> None:
-        heartbeat = callback_class(recorder)
+        heartbeat = callback_class(recorder, probe)
         if len(args) > position:
             args = (*args[:position], _added(args[position], heartbeat), *args[position + 1 :])
         else:
             kwargs["callbacks"] = _added(kwargs.get("callbacks"), heartbeat)
         init(*args, **kwargs)
+        heartbeat.owner = args[0]
 
     return with_heartbeat
 
@@ -117,12 +143,19 @@ def heartbeat_callback_class(base: type) -> type:
         async_safe = True  # Keras 3: keeps asynchronous dispatch on backends that have it
         _supports_tf_logs = True  # Keras 2: no conversion of the logs to NumPy for this callback
 
-        def __init__(self, recorder: StepRecorder) -> None:
+        def __init__(self, recorder: StepRecorder, probe: FitProbe | None = None) -> None:
             super().__init__()
             self._recorder = recorder
+            self._probe = probe
+            self._winding_down = False
+            self.owner: Any = None  # the CallbackList, once built
+            if probe is not None:
+                self.async_safe = False  # a probe ends the run from these hooks, in fit's thread
 
         def on_train_begin(self, logs: Any = None) -> None:
             self._recorder.begin_phase(_PHASES["train"])
+            if self._probe is not None:
+                self._probe.fit_began(self.model, _fit_input(self.model))
 
         def on_test_begin(self, logs: Any = None) -> None:
             self._recorder.begin_phase(_PHASES["test"])
@@ -137,7 +170,49 @@ def heartbeat_callback_class(base: type) -> type:
 
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
             self._recorder.step()
+            if self._probe is not None and self._probe.train_step_ended():
+                self._wind_down()
 
-        on_test_batch_end = on_predict_batch_end = on_train_batch_end
+        def on_test_batch_end(self, batch: int, logs: Any = None) -> None:
+            self._recorder.step()
+            if self._winding_down:  # the one validation step of a probe's fit
+                assert self._probe is not None
+                raise self._probe.ending()
+
+        def on_predict_batch_end(self, batch: int, logs: Any = None) -> None:
+            self._recorder.step()
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            if self._winding_down:  # a fit without validation
+                assert self._probe is not None
+                raise self._probe.ending()
+
+        def _wind_down(self) -> None:
+            """End the fit after this step, through one step of its validation when it
+            validates. Only this callback hears the rest: the person's callbacks never see the
+            epoch a probe cut short (no checkpoint written, no line logged)."""
+            self._winding_down = True
+            if self.owner is not None:
+                self.owner.callbacks[:] = [self]
+            self.model.stop_training = True
 
     return HeartbeatCallback
+
+
+def _fit_input(model: Any) -> Any:
+    """The ``x`` of the ``fit`` of ``model`` that is calling back, read from its frame."""
+    frame = sys._getframe(1)
+    for _ in range(_FIT_FRAME_DEPTH):
+        if frame is None:
+            break
+        if frame.f_code.co_name == "fit" and frame.f_locals.get("self") is model:
+            return frame.f_locals.get("x")
+        frame = frame.f_back
+    return None
+
+
+def is_one_shot(data: Any) -> bool:
+    """Whether ``data`` is used up by reading it (a generator, an iterator), so that what a
+    run draws from it is gone; a dataset, a ``PyDataset`` or an array is read afresh by each
+    ``fit``."""
+    return isinstance(data, Iterator)

@@ -80,6 +80,7 @@ export interface IAttemptRecord {
   result: 'fits' | 'out_of_memory' | 'failed';
   peak_bytes: number | null;
   error: string | null;
+  probe: boolean;
 }
 
 export interface IRetryVerdict {
