@@ -28,6 +28,7 @@ TEST = [
     # A CPU build of TensorFlow: real Keras training and real allocator errors without a GPU.
     'tensorflow-cpu>=2.16; platform_system == "Linux" or platform_system == "Windows"',
     'tensorflow>=2.16; platform_system == "Darwin"',
+    "jax[cpu]>=0.4.30",  # Keras 3 on JAX: the search's probes on a second backend
 ]
 
 

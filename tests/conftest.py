@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 import threading
 
@@ -32,6 +33,10 @@ def shell(monkeypatch):
     ip.run_line_magic("unload_ext", "ipy_gpuguard")
     ip.config.pop("GPUGuard", None)  # the shell is shared: the next test starts from the defaults
     assert guard_threads() == []
+    assert ip.custom_exceptions == ()  # unloading put IPython's handler back
+    # A handler of the guard's left on SIGINT would swallow the next test's Stop.
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    assert handler is signal.default_int_handler, f"SIGINT's handler was left as {handler!r}"
 
 
 def guard_magics(ip):

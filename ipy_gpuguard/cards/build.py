@@ -194,7 +194,7 @@ def words_of(card: Card) -> CardWords:
     retry, edit = card.retry, card.batch_edit
     if card.reclaimed is None and retry is None:
         return NO_WORDS
-    offer = ()
+    offer: tuple[str, ...] = ()
     if retry is not None:
         searching = card.kind == SEARCH_KIND
         offer = search_lines(retry.offer) if searching else offer_lines(retry.offer, card.facts)

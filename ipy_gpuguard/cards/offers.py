@@ -7,7 +7,6 @@ extension and ``%gpuguard retry`` read them from the card."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
 
 from ..protocol import (
     APPLY_TO_CELL,
@@ -36,11 +35,8 @@ from ..retry import (
 def retry_state(request: RetryRequest, running: bool = False) -> RetryState:
     retry = request.retry
     attempts = tuple(attempt.record() for attempt in retry.attempts) if retry else ()
-    offer = request.offer
-    if retry is not None and retry.notes:  # how the search went: whole runs, a generator used up
-        offer = replace(offer, notes=(*offer.notes, *retry.notes))
     return RetryState(
-        offer=offer,
+        offer=request.offer,
         attempts=attempts,
         verdict=verdict_of(retry),
         capacity_bytes=retry.setup.capacity_bytes if retry else None,
@@ -70,7 +66,10 @@ def retry_actions(request: RetryRequest, running: bool = False) -> tuple[ActionO
     step = retry.suggestion()
     size = step.size if step is not None else None
     search = ActionOffer(
-        FIND_MAX, "Find the largest batch that fits", None, *_why_not_search(retry, verdict, running)
+        FIND_MAX,
+        "Find the largest batch that fits",
+        None,
+        *_why_not_search(retry, verdict, running),
     )
     offers = [search]
     if not request.search_only:  # a cell that fitted has no smaller size to retry

@@ -161,6 +161,12 @@ def verdict_lines(state: RetryState, edit: BatchEdit | None) -> tuple[str, ...]:
     verdict = state.verdict
     if verdict is None:
         return ()
+    return (*_verdict_lines(verdict, state, edit), *verdict.notes)
+
+
+def _verdict_lines(
+    verdict: RetryVerdict, state: RetryState, edit: BatchEdit | None
+) -> tuple[str, ...]:
     if verdict.state == "fixed":
         return _fixed_lines(verdict, state)
     if verdict.state == "gave_up":

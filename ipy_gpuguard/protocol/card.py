@@ -172,6 +172,7 @@ class RetryVerdict:
     held_bytes: int | None
     searched: bool
     remembered: bool
+    notes: tuple[str, ...] = ()  # how the search went: whole runs and why, a generator used up
 
 
 @dataclass(frozen=True)

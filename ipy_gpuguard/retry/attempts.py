@@ -136,12 +136,14 @@ class CellRetry:
         """
         rewritten = self.rewrite(size)
         watch = FitProbe(PROBE_STEPS if probe else None, self.setup.defined_before)
-        outcome = around(lambda: self.run(rewritten, watch)) if around else self.run(rewritten, watch)
+        outcome = (
+            around(lambda: self.run(rewritten, watch)) if around else self.run(rewritten, watch)
+        )
         watch.restore()
         attempt = Attempt(size, outcome, rewritten, probe)
         self.attempts.append(attempt)
         self.search.record(
-            Trial(size, attempt.fits, outcome.peak_bytes, outcome.fit_fraction)
+            Trial(size, attempt.fits, outcome.peak_bytes, outcome.fit_fraction, watch.one_batch)
             if outcome.out_of_memory or attempt.fits
             else Trial(size, False)
         )
@@ -150,11 +152,16 @@ class CellRetry:
             self._remember(attempt)
         return attempt
 
-    def _note(self, watch: FitProbe, attempt: Attempt) -> None:
-        """What the card says of how the search went: whole runs, and why; a generator used up."""
-        if watch.steps is not None and attempt.fits and not watch.saw_fit and self.probing:
+    def by_whole_runs(self) -> None:
+        """A run of the cell fitted without a Keras ``fit``: search by whole runs."""
+        if self.probing:
             self.probing = False
             self.notes.append(WHOLE_RUNS)
+
+    def _note(self, watch: FitProbe, attempt: Attempt) -> None:
+        """What the card says of how the search went: whole runs, and why; a generator used up."""
+        if watch.steps is not None and attempt.fits and not watch.saw_fit:
+            self.by_whole_runs()
         consumed = watch.consumed_input
         if consumed is not None:
             note = (

@@ -96,6 +96,7 @@ def plan_search(
     settings: RetrySettings,
     ran: Sequence[CellFrame],
     namespace: Mapping[str, Any],
+    fitted: FitProbe,
     peak_bytes: int | None,
     device_bytes: tuple[int, ...],
     baseline_bytes: int | None,
@@ -103,13 +104,14 @@ def plan_search(
     run: Callable[[Rewrite, FitProbe], RunOutcome],
 ) -> RetryRequest:
     """A search for the largest batch of ``cell``, whose run fitted (or whose probe did) with
-    the allocator peaking at ``peak_bytes``; ``ran``: where a probe ended it, if one did."""
+    the allocator peaking at ``peak_bytes``, as ``fitted`` watched it; ``ran``: where a probe
+    ended it, if one did."""
     request = _request(
         cell,
         settings,
         ran,
         namespace,
-        lambda size: Trial(size, True, peak_bytes),
+        lambda size: Trial(size, True, peak_bytes, all_data=fitted.one_batch),
         device_bytes,
         baseline_bytes,
         memory,

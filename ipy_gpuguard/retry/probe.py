@@ -46,7 +46,9 @@ class KeptTraining:
         import numpy as np  # the model's framework has imported it already
 
         started = time.perf_counter()
-        values = [(variable, np.array(variable, copy=True)) for variable in _trained_state(model)]
+        # numpy() (Keras 3's variables and TensorFlow's have it) then a copy that owns its data:
+        # the framework may hand out a view of its buffer.
+        values = [(variable, np.array(variable.numpy())) for variable in _trained_state(model)]
         nbytes = sum(value.nbytes for _, value in values)
         return cls(model, values, nbytes, time.perf_counter() - started)
 
@@ -101,9 +103,11 @@ class FitProbe:
     kept: list[KeptTraining] = field(default_factory=list)
     consumed_input: str | None = None  # the type of a one-shot input of an earlier cell
     trained_earlier_model: bool = False  # a fit trained a model the namespace held before
+    one_batch: bool = False  # a fit's epoch was one batch: the batch holds all the data
 
-    def fit_began(self, model: Any, fit_input: Any) -> None:
+    def fit_began(self, model: Any, fit_input: Any, epoch_steps: int | None) -> None:
         self.saw_fit = True
+        self.one_batch = self.one_batch or epoch_steps == 1
         self.trained_earlier_model = self.trained_earlier_model or self.defined_before(model)
         forget_cached_validation(model)
         if self.steps is None:

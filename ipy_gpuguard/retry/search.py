@@ -39,6 +39,7 @@ class Trial:
     fits: bool
     peak_bytes: int | None = None  # the allocator's peak, for a run that fitted
     fit_fraction: float | None = None  # the diagnosis' estimate, for a run that did not
+    all_data: bool = False  # one batch held all the training data: a larger one is the same
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,7 @@ class BatchSearch:
         margin = self.settings.margin
         if hi is not None and hi - lo <= max(margin * hi, _granule(lo, self._multiple_of_8)):
             return None
-        if self._uses_the_device(lo):
+        if self._uses_the_device(lo) or self._holds_all_data(lo):
             return None
         proposal, points = self._model_proposal()
         if proposal is not None and proposal <= lo:
@@ -169,6 +170,9 @@ class BatchSearch:
         if lo < middle < hi:
             return Step(middle, f"halfway between {lo}, which fitted, and {hi}, which did not")
         return None
+
+    def _holds_all_data(self, size: int) -> bool:
+        return any(t.all_data for t in self.trials if t.fits and t.size == size)
 
     def _stopped_growing(self) -> bool:
         """The two largest sizes that fitted peaked alike: memory no longer grows with the

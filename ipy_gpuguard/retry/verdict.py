@@ -7,6 +7,8 @@ was fixed or what the next size is.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..protocol import RetryVerdict
 from .attempts import Attempt, CellRetry
 
@@ -20,6 +22,14 @@ FIXED, NEXT, MEMORY_HELD, GAVE_UP, OTHER_ERROR = (
 
 
 def decide(retry: CellRetry, last: Attempt | None) -> RetryVerdict | None:
+    """The verdict after ``last``, with what the search noticed on the way."""
+    verdict = _decide(retry, last)
+    if verdict is None or not retry.notes:
+        return verdict
+    return replace(verdict, notes=tuple(retry.notes))
+
+
+def _decide(retry: CellRetry, last: Attempt | None) -> RetryVerdict | None:
     """The verdict after ``last``; ``None`` before any attempt, or when nothing is left to say.
 
     Fixed means the last run was whole and fitted at the size the search returns, so the

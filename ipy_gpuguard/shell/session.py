@@ -340,6 +340,7 @@ class GuardSession:
             settings,
             cell_frames(ended) if ended is not None else (),
             self._runner.namespace,
+            probe,
             finished.run.allocator_peak_bytes(finished.view),
             self._device_bytes(finished.options),
             finished.run.failed_run(finished.view).allocator_baseline_bytes,
@@ -366,6 +367,8 @@ class GuardSession:
         if not settings.find_max:
             return False
         probe.restore()  # the search's own last run trains the model
+        if not probe.saw_fit:
+            retry.by_whole_runs()
         peak = finished.run.allocator_peak_bytes(finished.view)
         retry.began_with(
             RunOutcome(True, peak_bytes=peak, probed=ended is not None), probe.steps is not None

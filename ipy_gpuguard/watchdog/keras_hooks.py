@@ -18,7 +18,7 @@ import inspect
 import sys
 import threading
 from collections.abc import Callable, Iterator, MutableMapping
-from types import ModuleType
+from types import FrameType, ModuleType
 from typing import Any, Protocol
 
 from .progress import StepRecorder
@@ -34,8 +34,9 @@ _FIT_FRAME_DEPTH = 24
 class FitProbe(Protocol):
     """What a retry's search watches in the ``fit`` calls of one run (``retry/probe.py``)."""
 
-    def fit_began(self, model: Any, fit_input: Any) -> None:
-        """A ``fit`` of ``model`` on ``fit_input`` (its ``x``; ``None`` if unseen) begins."""
+    def fit_began(self, model: Any, fit_input: Any, epoch_steps: int | None) -> None:
+        """A ``fit`` of ``model`` on ``fit_input`` (its ``x``; ``None`` if unseen) begins,
+        ``epoch_steps`` steps an epoch (``None``: until the data ends)."""
 
     def train_step_ended(self) -> bool:
         """A training step ended; ``True``: the probe has seen enough, end the run."""
@@ -155,7 +156,9 @@ def heartbeat_callback_class(base: type) -> type:
         def on_train_begin(self, logs: Any = None) -> None:
             self._recorder.begin_phase(_PHASES["train"])
             if self._probe is not None:
-                self._probe.fit_began(self.model, _fit_input(self.model))
+                steps = (self.params or {}).get("steps")
+                epoch_steps = steps if isinstance(steps, int) else None
+                self._probe.fit_began(self.model, _fit_input(self.model), epoch_steps)
 
         def on_test_begin(self, logs: Any = None) -> None:
             self._recorder.begin_phase(_PHASES["test"])
@@ -201,7 +204,7 @@ def heartbeat_callback_class(base: type) -> type:
 
 def _fit_input(model: Any) -> Any:
     """The ``x`` of the ``fit`` of ``model`` that is calling back, read from its frame."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     for _ in range(_FIT_FRAME_DEPTH):
         if frame is None:
             break

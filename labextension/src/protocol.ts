@@ -80,7 +80,7 @@ export interface IAttemptRecord {
   result: 'fits' | 'out_of_memory' | 'failed';
   peak_bytes: number | null;
   error: string | null;
-  probe: boolean;
+  probe?: boolean;
 }
 
 export interface IRetryVerdict {
@@ -89,6 +89,7 @@ export interface IRetryVerdict {
   held_bytes: number | null;
   searched: boolean;
   remembered: boolean;
+  notes?: string[];
 }
 
 export interface IRetryTarget {

@@ -27,7 +27,7 @@ def card_for(text: str, request=None):
 
 
 def request_for(diagnosis, fits_below: int, held_bytes: int = 0):
-    def run(rewritten):
+    def run(rewritten, probe):
         size = int(rewritten.source.split("BATCH = ")[1].split()[0])
         if size < fits_below:
             return RunOutcome(finished=True, peak_bytes=size * 2**20)

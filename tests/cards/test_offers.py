@@ -15,7 +15,7 @@ OOM = "ResourceExhaustedError: OOM when allocating tensor with shape[256,1024]"
 def oom_card(fits_below: int | None = None):
     diagnosis = diagnose(OOM)
 
-    def run(rewritten):
+    def run(rewritten, probe):
         size = int(rewritten.source.split("BATCH = ")[1].split()[0])
         if fits_below is not None and size < fits_below:
             return RunOutcome(finished=True, peak_bytes=size)

@@ -21,7 +21,7 @@ GIB = 2**30
 def card(fits_below: int, peak_bytes: int | None, reclaimed: Reclaim | None = None):
     diagnosis = diagnose(OOM, Context(devices=(DeviceMemory(0, "GPU 0", 8 * GIB),)))
 
-    def run(rewritten):
+    def run(rewritten, probe):
         size = int(rewritten.source.split("BATCH_SIZE = ")[1].split()[0])
         if size < fits_below:
             return RunOutcome(finished=True, peak_bytes=peak_bytes)

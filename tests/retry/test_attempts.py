@@ -128,7 +128,7 @@ def test_keep_effective_batch_multiplies_the_accumulation_steps():
     )
     sources = []
 
-    def run(rewritten):
+    def run(rewritten, probe):
         sources.append(rewritten.source)
         return RunOutcome(finished=True, peak_bytes=None)
 
@@ -189,7 +189,7 @@ def test_a_search_whose_probe_leaves_memory_held_ends_on_a_run_that_fits():
     cell = "BATCH = 256\nmodel.fit(x, batch_size=BATCH)\n"
     ran = []
 
-    def run(rewritten):
+    def run(rewritten, probe):
         size = int(rewritten.source.split("BATCH = ")[1].split()[0])
         ran.append(size)
         if size <= 100:

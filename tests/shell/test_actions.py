@@ -42,7 +42,7 @@ class Shown:
 def live_card(card_id="c1", fits_below=200):
     diagnosis = diagnose(OOM, Context())
 
-    def run(rewritten):
+    def run(rewritten, probe):
         size = int(rewritten.source.split("batch_size=")[1].split(")")[0])
         if size < fits_below:
             return RunOutcome(finished=True)
@@ -116,7 +116,7 @@ def test_the_verdicts_held_memory_and_the_reclaim_line_are_one_measurement():
     gib = 2**30
     diagnosis = diagnose(OOM, Context())
 
-    def run(rewritten):
+    def run(rewritten, probe):
         after_attempt = Reclaim(False, freed_bytes=gib, held_bytes=2 * gib, frames_cleared=3)
         return RunOutcome(
             finished=True,

@@ -1,0 +1,192 @@
+"""A search for the largest batch probes a few Keras steps per size and undoes them (issue 23):
+real Keras on TensorFlow in a real IPython shell, real allocator out-of-memory errors on CPU."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+LIMIT = 333  # the true largest batch: above it, every batch asks for terabytes
+SAMPLES = 2048
+
+MODEL = f"""
+import keras
+import numpy as np
+
+class MemoryHog(keras.layers.Layer):  # tests/oom_cells.py's, with its own seed: a model kept
+    def __init__(self, limit, **kwargs):  # across cells retraces after clear_session, and an
+        super().__init__(**kwargs)  # unseeded op would then make a variable inside tf.function
+        self.limit = limit
+        self.seed = keras.random.SeedGenerator(1)
+
+    def call(self, x):
+        extra = keras.ops.maximum(keras.ops.shape(x)[0] - self.limit, 0)
+        noise = keras.random.uniform((extra, 2**20, 2**20), seed=self.seed)
+        return x + keras.ops.sum(noise) * 0
+
+keras.utils.set_random_seed(0)
+model = keras.Sequential([
+    keras.Input((16,)), MemoryHog({LIMIT}, name="hog"), keras.layers.Dense(8), keras.layers.Dense(1)
+])
+model.compile(optimizer="adam", loss="mse", jit_compile=False)
+rng = np.random.default_rng(0)
+x = rng.random(({SAMPLES}, 16), "float32")
+y = rng.random(({SAMPLES}, 1), "float32")
+start_weights = model.get_weights()
+"""
+
+PLAIN_FIT = """
+plain = keras.models.clone_model(model)
+plain.set_weights(start_weights)
+plain.compile(optimizer="adam", loss="mse", jit_compile=False)
+plain.fit(x, y, batch_size=BATCH, epochs=2, shuffle=False, verbose=0)
+same_weights = all(np.allclose(a, b) for a, b in zip(plain.get_weights(), model.get_weights()))
+"""
+
+
+@pytest.fixture
+def keras_shell(shell, tmp_path):
+    shell.run_line_magic("config", f"GPUGuard.batch_memory = {str(tmp_path / 'sizes.json')!r}")
+    assert shell.run_cell(MODEL).success
+    return shell
+
+
+def steps(batch: int, epochs: int = 2) -> int:
+    return -(-SAMPLES // batch) * epochs
+
+
+def test_a_search_from_a_failure_trains_the_earlier_cells_model_once_at_the_size_found(
+    keras_shell, capsys
+):
+    result = keras_shell.run_cell(
+        "%%gpuguard --find-max\n"
+        "BATCH = 1024\n"
+        "model.fit(x, y, batch_size=BATCH, epochs=2, shuffle=False, verbose=0)\n"
+    )
+    out = capsys.readouterr().out
+    ns = keras_shell.user_ns
+    assert result.error_in_exec is None  # the search's last run is the cell's
+    assert 0.9 * LIMIT <= ns["BATCH"] <= LIMIT
+    assert int(ns["model"].optimizer.iterations) == steps(ns["BATCH"])  # one run's, not the probes'
+    assert keras_shell.run_cell(PLAIN_FIT).success
+    assert ns["same_weights"]  # as a plain fit from the same start
+    probes = re.findall(r"retry: batch size (\d+): probe: (fits|out of memory)", out)
+    assert len(probes) >= 3
+    assert f"retry: batch size {ns['BATCH']}: fits" in out  # then one whole run
+
+
+def test_a_cell_that_fits_climbs_by_probes(keras_shell, capsys):
+    result = keras_shell.run_cell(
+        "%%gpuguard --find-max\n"
+        "BATCH = 64\n"
+        "model.fit(x, y, batch_size=BATCH, epochs=2, shuffle=False, verbose=0)\n"
+    )
+    out = capsys.readouterr().out
+    ns = keras_shell.user_ns
+    assert result.error_in_exec is None
+    assert 0.9 * LIMIT <= ns["BATCH"] <= LIMIT
+    assert int(ns["model"].optimizer.iterations) == steps(ns["BATCH"])
+    assert "Fixed: batch size" in out
+    assert "retry: batch size 128: probe: fits" in out  # it climbed, a probe at a time
+
+
+def test_a_probes_epoch_never_reaches_the_persons_callbacks_and_validation_runs_one_step(
+    keras_shell, capsys
+):
+    keras_shell.run_cell(
+        "class Epochs(keras.callbacks.Callback):\n"
+        "    def on_epoch_end(self, epoch, logs=None):\n"
+        "        epoch_ends.append(BATCH)\n"
+        "epoch_ends = []\n"
+    )
+    result = keras_shell.run_cell(
+        "%%gpuguard --find-max\n"
+        "BATCH = 512\n"
+        "model.fit(x, y, batch_size=BATCH, epochs=2, shuffle=False, verbose=0,\n"
+        "          validation_data=(x[:700], y[:700]), callbacks=[Epochs()])\n"
+    )
+    ns = keras_shell.user_ns
+    assert result.error_in_exec is None
+    # Validation at a size above the cliff fails: a probe that stopped at its training steps
+    # would have said the size fits.
+    assert ns["BATCH"] <= LIMIT
+    assert ns["epoch_ends"] == [ns["BATCH"]] * 2  # the final run's two epochs, no probe's
+    assert getattr(ns["model"], "_eval_epoch_iterator", None) is None
+
+
+def test_a_generator_of_an_earlier_cell_is_said_to_be_used_up(keras_shell, capsys):
+    keras_shell.run_cell(
+        "def batches():  # reads BATCH as it goes: a retry's size reaches it\n"
+        "    while True:\n"
+        "        for start in range(0, len(x), BATCH):\n"
+        "            yield x[start:start + BATCH], y[start:start + BATCH]\n"
+        "BATCH = 64\n"
+        "stream = batches()\n"
+    )
+    result = keras_shell.run_cell(
+        "%%gpuguard --find-max --batch-var BATCH\n"
+        "model.fit(stream, steps_per_epoch=8, epochs=1, verbose=0)\n"
+    )
+    out = capsys.readouterr().out
+    assert result.error_in_exec is None
+    assert "drew batches from the generator given to fit" in out
+    assert "cannot be rewound" in out
+
+
+def test_a_generator_the_cell_makes_is_made_afresh_by_each_probe(keras_shell, capsys):
+    result = keras_shell.run_cell(
+        "%%gpuguard --find-max\n"
+        "BATCH = 64\n"
+        "def batches(size):\n"
+        "    while True:\n"
+        "        for start in range(0, len(x), size):\n"
+        "            yield x[start:start + size], y[start:start + size]\n"
+        "model.fit(batches(BATCH), steps_per_epoch=-(-len(x) // BATCH), epochs=1, verbose=0)\n"
+    )
+    out = capsys.readouterr().out
+    ns = keras_shell.user_ns
+    assert result.error_in_exec is None
+    assert 0.9 * LIMIT <= ns["BATCH"] <= LIMIT
+    assert int(ns["model"].optimizer.iterations) == steps(ns["BATCH"], epochs=1)
+    assert "cannot be rewound" not in out
+
+
+def test_a_custom_loop_is_searched_by_whole_runs_and_the_card_says_why(keras_shell, capsys):
+    result = keras_shell.run_cell(
+        "%%gpuguard --find-max\n"
+        "BATCH = 64\n"
+        "runs = globals().get('runs', 0) + 1\n"
+        "for start in range(0, 256, BATCH):\n"
+        "    model.train_on_batch(x[start:start + BATCH], y[start:start + BATCH])\n"
+    )
+    out = capsys.readouterr().out
+    ns = keras_shell.user_ns
+    assert result.error_in_exec is None
+    assert "Each size was a whole run" in out
+    assert "probe:" not in out.split("Batch size 64 fits this cell")[1]  # none after the first
+    assert ns["runs"] > 2  # whole runs, as before
+
+
+def test_a_stop_during_a_probe_ends_the_search_and_puts_the_model_back(keras_shell, capsys):
+    keras_shell.run_cell(
+        "import os, signal\n"
+        "class StopOnce(keras.callbacks.Callback):\n"
+        "    def on_train_batch_end(self, batch, logs=None):\n"
+        "        if BATCH == 128 and batch == 1:\n"
+        "            os.kill(os.getpid(), signal.SIGINT)  # the stop button, during a probe\n"
+    )
+    before = [w.copy() for w in keras_shell.user_ns["model"].get_weights()]
+    result = keras_shell.run_cell(
+        "%%gpuguard --find-max\n"
+        "BATCH = 64\n"
+        "model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, callbacks=[StopOnce()])\n"
+    )
+    captured = capsys.readouterr()
+    ns = keras_shell.user_ns
+
+    assert "retry: batch size 256" not in captured.out  # no size after the Stop
+    assert "stopped at your interrupt" in captured.err or result.error_in_exec is not None
+    assert int(ns["model"].optimizer.iterations) == 0  # nothing trained stays trained
+    assert all(np.array_equal(a, b) for a, b in zip(before, ns["model"].get_weights(), strict=True))
