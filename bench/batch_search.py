@@ -8,11 +8,14 @@ F + a * b**p: p = 1 ("linear"), or p between 0.85 and 1.15 ("curved"); F, the me
 not grow with the batch, is between 0 and 60% of the device. Only ours reads memory (the
 allocator peak of the runs that fitted, and the device's capacity); the others see fit / no fit.
 
-Run: .venv/bin/python bench/batch_search.py
+Run: .venv/bin/python bench/batch_search.py; with ``--keras``, the searches side by side on a
+real Keras model instead (:mod:`keras_search`: probes, whole runs, Lightning, accelerate, and the
+time to a finished training), ``--quick`` for two thresholds.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import random
 import statistics
@@ -154,4 +157,18 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keras", action="store_true", help="real Keras searches side by side")
+    parser.add_argument("--quick", action="store_true", help="with --keras: T 100 and 1000 only")
+    parser.add_argument("--seconds", type=float, default=10.0, help="one training at T, at least")
+    args = parser.parse_args()
+    if args.keras:
+        import keras_search
+
+        keras_search.run(
+            [100, 1000] if args.quick else [37, 100, 333, 1000, 3000],
+            lambda limit: [1024, 65536, max(limit // 4, 1)],
+            args.seconds,
+        )
+    else:
+        main()

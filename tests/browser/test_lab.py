@@ -263,7 +263,8 @@ def test_5_restart_and_run_to_here_when_memory_did_not_come_back(fresh_page, lab
     page.wait_for_function(  # run again: its card gave way to the run's own output
         """() => {
             const model = window.jupyterapp.shell.currentWidget.content.widgets[3].model;
-            return model.executionCount === 4 && !document.querySelector('.jp-GpuGuard-card');
+            return model.executionCount === 4
+                && !document.querySelector('.jp-GpuGuard-card[data-kind=oom]');
         }""",
         timeout=180_000,
     )
@@ -273,7 +274,13 @@ def test_5_restart_and_run_to_here_when_memory_did_not_come_back(fresh_page, lab
     assert execution_counts(page)[4] is None
     outputs = cell(page, 3).locator(".jp-OutputArea").inner_text()
     assert "Error" not in outputs
-    assert cell(page, 3).locator(CARD).count() == 0
+    assert cell(page, 3).locator(f"{CARD}[data-kind=oom]").count() == 0
+    # The cell fitted and trained a Keras model: under its panel, the search for its largest batch
+    search = cell(page, 3).locator(f"{CARD}[data-kind=search]")
+    search.wait_for(timeout=60_000)
+    assert f"Batch size {size} fits this cell" in search.inner_text()
+    assert search.locator("button[data-action=find_max]").is_enabled()
+    assert search.locator("button[data-action=retry]").count() == 0  # nothing smaller to offer
     shoot(page, "5-restarted")
 
 
