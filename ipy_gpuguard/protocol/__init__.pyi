@@ -23,6 +23,7 @@ from .actions import (
 )
 from .card import (
     CARD_MIME,
+    CONTROLS_MIME,
     NO_WORDS,
     ActionOffer,
     AttemptRecord,
@@ -60,6 +61,7 @@ __all__ = [
     "ACTIONS",
     "APPLY_TO_CELL",
     "CARD_MIME",
+    "CONTROLS_MIME",
     "FIND_MAX",
     "FREE_MEMORY",
     "FRONTEND_ACTIONS",

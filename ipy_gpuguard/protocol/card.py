@@ -13,6 +13,9 @@ from .encode import SCHEMA_VERSION
 
 #: The vendor MIME type of a card's JSON in a display bundle.
 CARD_MIME = "application/vnd.ipy-gpuguard.card+json"
+#: Marks the display of a card's widget buttons: a frontend that renders cards (the lab
+#: extension, whose card carries its own buttons) shows nothing for it, whichever it prefers.
+CONTROLS_MIME = "application/vnd.ipy-gpuguard.controls+json"
 
 #: A fact's value: bytes and counts are integers, shapes lists of integers, the rest text.
 FactData = str | int | float | tuple[int, ...]

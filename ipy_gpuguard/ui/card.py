@@ -20,7 +20,15 @@ from collections.abc import Callable
 from html import escape
 from typing import Any
 
-from ..protocol import FRONTEND_ACTIONS, RETRY, Action, ActionArgs, ActionOffer, Card
+from ..protocol import (
+    CONTROLS_MIME,
+    FRONTEND_ACTIONS,
+    RETRY,
+    Action,
+    ActionArgs,
+    ActionOffer,
+    Card,
+)
 from . import card_render
 from .owned import OwnedWidgets
 
@@ -120,7 +128,9 @@ class CardControls:
         return button
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        """The widget view alone: the card above holds every word (a text rendering of the
-        buttons would repeat its labels in a saved notebook)."""
+        """The widget view, and the mark that lets the lab extension show nothing instead:
+        its card has buttons of its own (a cell that ran before the extension's handshake
+        gets these controls, and showed two of each). The card above holds every word (a text
+        rendering of the buttons would repeat its labels in a saved notebook)."""
         bundle: dict[str, Any] = self.widget._repr_mimebundle_(**kwargs)
-        return {**bundle, "text/plain": ""}
+        return {**bundle, CONTROLS_MIME: {"card": self.card.id}, "text/plain": ""}

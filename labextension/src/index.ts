@@ -1,16 +1,33 @@
 import { ILabShell, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { INotebookTracker } from '@jupyterlab/notebook';
-import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { IRenderMime, IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { IStatusBar } from '@jupyterlab/statusbar';
+import { Widget } from '@lumino/widgets';
 
 import { ActionsChannels } from './channel';
 import { MeterItem, MeterModel } from './meter';
 import { watchKernelDeaths } from './postmortem';
-import { CARD_MIME } from './protocol';
+import { CARD_MIME, CONTROLS_MIME } from './protocol';
 import { CardRenderer } from './renderer';
 
 /** Below ipywidgets' -10: a card's bundle may carry a widget view too; the card wins. */
 const CARD_RANK = -20;
+
+/**
+ * What a card's widget buttons show here: nothing. The card above has the same buttons,
+ * and they act whether or not the kernel knew this extension when it showed the card.
+ */
+class HiddenControls extends Widget implements IRenderMime.IRenderer {
+  constructor() {
+    super();
+    this.addClass('jp-GpuGuard-hiddenControls');
+    this.hide();
+  }
+
+  async renderModel(): Promise<void> {
+    return;
+  }
+}
 
 /**
  * The card renderer, its actions and the post-mortems. A plain plugin, not a mime extension,
@@ -26,6 +43,10 @@ const cards: JupyterFrontEndPlugin<void> = {
     tracker.widgetAdded.connect((_, panel) => host.channels.watch(panel.sessionContext));
     rendermime.addFactory(
       { safe: true, mimeTypes: [CARD_MIME], createRenderer: () => new CardRenderer(host) },
+      CARD_RANK
+    );
+    rendermime.addFactory(
+      { safe: true, mimeTypes: [CONTROLS_MIME], createRenderer: () => new HiddenControls() },
       CARD_RANK
     );
     watchKernelDeaths(tracker);

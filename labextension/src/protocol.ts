@@ -8,6 +8,8 @@ export const SCHEMA_VERSION = 3;
 
 /** The MIME type of a card's JSON in a display bundle. */
 export const CARD_MIME = 'application/vnd.ipy-gpuguard.card+json';
+/** The display of a card's widget buttons: this extension's card has its own, so it shows none. */
+export const CONTROLS_MIME = 'application/vnd.ipy-gpuguard.controls+json';
 /** The comm the cards' actions travel on. */
 export const ACTIONS_TARGET = 'ipy_gpuguard.actions';
 

@@ -279,6 +279,10 @@ def test_5_restart_and_run_to_here_when_memory_did_not_come_back(fresh_page, lab
     search = cell(page, 3).locator(f"{CARD}[data-kind=search]")
     search.wait_for(timeout=60_000)
     assert f"Batch size {size} fits this cell" in search.inner_text()
+    # Its cell ran before the extension's handshake, so the kernel also showed widget buttons:
+    # the extension hides them, and each button shows once.
+    buttons = cell(page, 3).get_by_role("button", name="Find the largest batch that fits")
+    assert buttons.count() == 1
     shoot(page, "5-restarted")
 
 
