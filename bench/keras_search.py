@@ -31,12 +31,12 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # an impossible allocation 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
+import keras
+import numpy as np
 
-from ipy_gpuguard.retry.probe import PROBE_STEPS, FitProbe, KeptTraining, ProbeEnded  # noqa: E402
-from ipy_gpuguard.retry.search import BatchSearch, SearchSettings, Trial  # noqa: E402
-from ipy_gpuguard.watchdog import KerasHooks, StepRecorder  # noqa: E402
+from ipy_gpuguard.retry.probe import PROBE_STEPS, FitProbe, KeptTraining, ProbeEnded
+from ipy_gpuguard.retry.search import BatchSearch, SearchSettings, Trial
+from ipy_gpuguard.watchdog import KerasHooks, StepRecorder
 
 SAMPLES = 20_000
 OOM = Exception  # TensorFlow's ResourceExhaustedError, without importing TensorFlow's names
