@@ -9,7 +9,15 @@ import pytest
 
 from ipy_gpuguard.cards import CardParts, base_card, reclaim_of, with_parts, words_of
 from ipy_gpuguard.diagnosis import Diagnosis, Kind, Remedy
-from ipy_gpuguard.protocol import CARD_MIME, FREE_MEMORY, Action, ActionArgs, ActionOffer, to_json
+from ipy_gpuguard.protocol import (
+    CARD_MIME,
+    CONTROLS_MIME,
+    FREE_MEMORY,
+    Action,
+    ActionArgs,
+    ActionOffer,
+    to_json,
+)
 from ipy_gpuguard.record import Reclaimed
 from ipy_gpuguard.ui.card import CardControls, StaticCard
 from ipy_gpuguard.ui.card_render import card_html, card_text
@@ -152,8 +160,9 @@ def test_the_controls_hold_no_words_of_the_card_and_never_repeat_its_lines():
     could not be drawn (nbconvert offline, a restarted kernel); the controls hold only buttons."""
     controls = CardControls(CARD, lambda action: None)
     bundle = controls._repr_mimebundle_()
-    assert set(bundle) == {"application/vnd.jupyter.widget-view+json", "text/plain"}
+    assert set(bundle) == {"application/vnd.jupyter.widget-view+json", CONTROLS_MIME, "text/plain"}
     assert bundle["text/plain"] == ""
+    assert bundle[CONTROLS_MIME] == {"card": CARD.id}  # the lab extension's mark: no words
     freed = card_text(CARD).splitlines()[-6]  # a line of the card: not said twice
     controls.show(CARD, freed)
     assert controls.status.value == ""
