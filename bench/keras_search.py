@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +40,8 @@ from ipy_gpuguard.retry.search import BatchSearch, SearchSettings, Trial
 from ipy_gpuguard.watchdog import KerasHooks, StepRecorder
 
 SAMPLES = 20_000
+#: Plain trainings whose median is the baseline of a size.
+BASELINE_RUNS = 3
 OOM = Exception  # TensorFlow's ResourceExhaustedError, without importing TensorFlow's names
 
 
@@ -173,6 +176,16 @@ def plain_seconds(cell: Cell, size: int) -> float:
     return time.perf_counter() - started
 
 
+def one_training(limit: int, epochs: int, size: int, known: dict[int, float]) -> float:
+    """One plain training at ``size`` of a freshly built model, as the person's cell runs it
+    (its tracing included): the median of three, measured once per size."""
+    if size not in known:
+        known[size] = statistics.median(
+            plain_seconds(Cell(limit, epochs), size) for _ in range(BASELINE_RUNS)
+        )
+    return known[size]
+
+
 def run(thresholds: list[int], starts: Callable[[int], list[int]], seconds: float) -> None:
     print(
         f"{'T':>5} {'start':>6} {'strategy':27} {'found/T':>8} {'trials':>6} {'budget':>6} "
@@ -182,14 +195,15 @@ def run(thresholds: list[int], starts: Callable[[int], list[int]], seconds: floa
         cell = Cell(limit)
         plain_seconds(cell, limit)  # the first traces; the second measures an epoch
         epoch = plain_seconds(cell, limit)
-        cell.epochs = max(1, math.ceil(seconds / epoch))
+        epochs = max(1, math.ceil(seconds / epoch))
+        known: dict[int, float] = {}
         for start in starts(limit):
             for name, strategy in STRATEGIES.items():
-                cell = Cell(limit, cell.epochs)
+                cell = Cell(limit, epochs)
                 started = time.perf_counter()
                 trials, found = strategy(cell, start)
                 elapsed = time.perf_counter() - started
-                one = plain_seconds(Cell(limit, cell.epochs), found)
+                one = one_training(limit, epochs, found, known)
                 budget = max(math.log2(start / limit), 0) + 4
                 print(
                     f"{limit:>5} {start:>6} {name:27} {found / limit:8.2f} {trials:>6} "
