@@ -160,13 +160,15 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keras", action="store_true", help="real Keras searches side by side")
     parser.add_argument("--quick", action="store_true", help="with --keras: T 100 and 1000 only")
+    parser.add_argument("--limits", help="with --keras: the thresholds T, like 100,1000")
     parser.add_argument("--seconds", type=float, default=10.0, help="one training at T, at least")
     args = parser.parse_args()
     if args.keras:
         import keras_search
 
+        limits = [int(limit) for limit in args.limits.split(",")] if args.limits else None
         keras_search.run(
-            [100, 1000] if args.quick else [37, 100, 333, 1000, 3000],
+            limits or ([100, 1000] if args.quick else [37, 100, 333, 1000, 3000]),
             lambda limit: [1024, 65536, max(limit // 4, 1)],
             args.seconds,
         )

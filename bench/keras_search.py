@@ -67,6 +67,9 @@ class Cell:
     epochs: int = 1
 
     def __post_init__(self) -> None:
+        # Each model from a clean slate: models and traced functions of earlier rows slowed
+        # later ones (a probe search from T/4 measured 13 s alone, 60 s late in a run).
+        keras.backend.clear_session()
         keras.utils.set_random_seed(0)
         layers = [keras.layers.Dense(256, activation="relu") for _ in range(3)]
         self.model = keras.Sequential(

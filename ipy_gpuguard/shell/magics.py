@@ -402,14 +402,17 @@ class GPUGuardMagics(Magics):
         _guard_failure_in_one_line("finish", lambda: self.session.ended(outcome, rule_id))
 
     def _retry(self, value: str | None) -> None:
-        card = self.session.last_retry_card
-        if card is None:
-            raise UsageError(
-                "%gpuguard retry: no guarded cell has run out of memory with a batch size the "
-                "guard can change since the extension was loaded"
-            )
         if value is not None and value != "max" and not (value.isdigit() and int(value) > 0):
             raise UsageError(f"%gpuguard retry takes a batch size like 32, or max, not {value!r}")
+        # A size retries the last cell that ran out of memory; max searches from the last card
+        # that can, which may be under a cell that fitted.
+        card = self.session.last_search_card if value == "max" else self.session.last_retry_card
+        if card is None:
+            fitted = " or trained a Keras model" if value == "max" else ""
+            raise UsageError(
+                f"%gpuguard retry: no guarded cell has run out of memory{fitted} with a batch "
+                "size the guard can change since the extension was loaded"
+            )
         if value == "max":
             action = Action(FIND_MAX, card)
         else:

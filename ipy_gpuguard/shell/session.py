@@ -115,6 +115,9 @@ class GuardSession:
         self.cards = CardActions()
         #: The last card whose cell ran out of memory with a size to change, for %gpuguard retry.
         self.last_retry_card: str | None = None
+        #: The last card that can search for a cell's largest batch (after a failure, or under a
+        #: cell that fitted), for %gpuguard retry max.
+        self.last_search_card: str | None = None
         #: Whether a frontend renders cards itself (the lab extension's handshake).
         self.frontend_renders_cards = False
         self._backend: DeviceBackend | None = None
@@ -310,7 +313,7 @@ class GuardSession:
             live = LiveCard(base, parts, self._display(with_parts(base, parts)), free_memory)
             self.cards.add(live)
             if parts.request is not None and parts.request.retry is not None:
-                self.last_retry_card = base.id
+                self.last_retry_card = self.last_search_card = base.id
             return live
 
         failure = Failure(dataclasses.asdict(finished.options), finished.cell, finished.cell_id)
@@ -389,7 +392,7 @@ class GuardSession:
         parts = CardParts(request=request)
         live = LiveCard(base, parts, self._display(with_parts(base, parts)))
         self.cards.add(live)
-        self.last_retry_card = base.id
+        self.last_search_card = base.id
         return live
 
     def act(self, action: Action, around: AroundRun | None = None) -> ActionResult:

@@ -190,3 +190,20 @@ def test_a_stop_during_a_probe_ends_the_search_and_puts_the_model_back(keras_she
     assert "stopped at your interrupt" in captured.err or result.error_in_exec is not None
     assert int(ns["model"].optimizer.iterations) == 0  # nothing trained stays trained
     assert all(np.array_equal(a, b) for a, b in zip(before, ns["model"].get_weights(), strict=True))
+
+
+def test_gpuguard_retry_keeps_to_out_of_memory_cards_and_max_reaches_the_search(keras_shell):
+    """A search card is no cell that ran out of memory: ``%gpuguard retry N`` does not rerun
+    it, and ``%gpuguard retry max`` finds it (its search is over, and says so)."""
+    from IPython.core.error import UsageError
+
+    result = keras_shell.run_cell(
+        "%%gpuguard --find-max\n"
+        "BATCH = 256\n"
+        "model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)\n"
+    )
+    assert result.error_in_exec is None
+    with pytest.raises(UsageError, match="no guarded cell has run out of memory with"):
+        keras_shell.run_line_magic("gpuguard", "retry 16")
+    with pytest.raises(UsageError, match=r"batch size \d+ is the largest that fits"):
+        keras_shell.run_line_magic("gpuguard", "retry max")
