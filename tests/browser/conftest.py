@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -56,17 +55,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-@pytest.fixture(scope="module", autouse=True)
-def sigint_as_it_was() -> Iterator[None]:
-    """Put SIGINT's handler back after each browser module. A full run found it ignored
-    (``SIG_IGN``) in the first shell test after the browser tests, and never without them;
-    the shell tests' Stop then did nothing. Which step of the browser harness ignores it is not
-    yet known: the shell fixture's check names the next test that finds it so."""
-    handler = signal.getsignal(signal.SIGINT)
-    yield
-    signal.signal(signal.SIGINT, handler)
 
 
 @pytest.fixture(scope="session")
