@@ -102,25 +102,16 @@ def hang_card(
     watch = view.watch
     assert watch is not None
     going_on = stall.resumed_at is None and not view.finished
-    return Card(
-        id=card_id,
-        kind="hang",
-        rule_id="hang.watchdog.stalled",
-        title=stall_title(watch, stall),
-        summary=" ".join(stall_facts(stall, view.gpus_during(stall))),
-        error_type="",
-        matched="",
-        facts=(),
+    return _plain_card(
+        card_id,
+        "hang",
+        "hang.watchdog.stalled",
+        stall_title(watch, stall),
+        " ".join(stall_facts(stall, view.gpus_during(stall))),
+        cell_id,
+        execution_count,
         evidence=tuple(where_lines(stall.where.threads)),
-        remedies=(),
         notes=tuple(action_lines(watch) if going_on else ended_stall_lines(view, stall)),
-        chart=(),
-        reclaimed=None,
-        retry=None,
-        batch_edit=None,
-        actions=(),
-        cell_id=cell_id,
-        execution_count=execution_count,
     )
 
 
@@ -132,22 +123,43 @@ def search_card(
     card_id: str, batch_size: int, cell_id: str | None, execution_count: int | None
 ) -> Card:
     """The card under a guarded Keras cell that fitted: the search for its largest batch."""
+    return _plain_card(
+        card_id,
+        SEARCH_KIND,
+        "retry.find_max",
+        f"Batch size {batch_size} fits this cell",
+        "Find the largest batch that fits: the guard tries larger sizes with probes (a few "
+        "training steps each, whose training it then puts back), then runs the cell once, "
+        "whole, at the largest that fits.",
+        cell_id,
+        execution_count,
+    )
+
+
+def _plain_card(
+    card_id: str,
+    kind: str,
+    rule_id: str,
+    title: str,
+    summary: str,
+    cell_id: str | None,
+    execution_count: int | None,
+    evidence: tuple[str, ...] = (),
+    notes: tuple[str, ...] = (),
+) -> Card:
+    """A card of the guard's own (no error behind it: a stall, a search), its parts empty."""
     return Card(
         id=card_id,
-        kind=SEARCH_KIND,
-        rule_id="retry.find_max",
-        title=f"Batch size {batch_size} fits this cell",
-        summary=(
-            "Find the largest batch that fits: the guard tries larger sizes with probes (a few "
-            "training steps each, whose training it then puts back), then runs the cell once, "
-            "whole, at the largest that fits."
-        ),
+        kind=kind,
+        rule_id=rule_id,
+        title=title,
+        summary=summary,
         error_type="",
         matched="",
         facts=(),
-        evidence=(),
+        evidence=evidence,
         remedies=(),
-        notes=(),
+        notes=notes,
         chart=(),
         reclaimed=None,
         retry=None,

@@ -105,6 +105,10 @@ class FitProbe:
     trained_earlier_model: bool = False  # a fit trained a model the namespace held before
     one_batch: bool = False  # a fit's epoch was one batch: the batch holds all the data
 
+    @property
+    def ends_runs(self) -> bool:
+        return self.steps is not None
+
     def fit_began(self, model: Any, fit_input: Any, epoch_steps: int | None) -> None:
         self.saw_fit = True
         self.one_batch = self.one_batch or epoch_steps == 1
@@ -118,7 +122,7 @@ class FitProbe:
             self.consumed_input = type(fit_input).__name__
 
     def train_step_ended(self) -> bool:
-        if self.steps is None or self.ended:
+        if self.steps is None or self.ended:  # only a probe that ends runs is told of steps
             return False
         self.train_steps += 1
         self.ended = self.train_steps > self.steps

@@ -34,6 +34,10 @@ _FIT_FRAME_DEPTH = 24
 class FitProbe(Protocol):
     """What a retry's search watches in the ``fit`` calls of one run (``retry/probe.py``)."""
 
+    @property
+    def ends_runs(self) -> bool:
+        """Whether it counts steps to end the run (a probe), not only watches ``fit`` begin."""
+
     def fit_began(self, model: Any, fit_input: Any, epoch_steps: int | None) -> None:
         """A ``fit`` of ``model`` on ``fit_input`` (its ``x``; ``None`` if unseen) begins,
         ``epoch_steps`` steps an epoch (``None``: until the data ends)."""
@@ -148,9 +152,11 @@ def heartbeat_callback_class(base: type) -> type:
             super().__init__()
             self._recorder = recorder
             self._probe = probe
+            # Only a probe that ends runs hears each step: a watch costs the steps nothing.
+            self._counting = probe if probe is not None and probe.ends_runs else None
             self._winding_down = False
             self.owner: Any = None  # the CallbackList, once built
-            if probe is not None:
+            if self._counting is not None:
                 self.async_safe = False  # a probe ends the run from these hooks, in fit's thread
 
         def on_train_begin(self, logs: Any = None) -> None:
@@ -173,7 +179,7 @@ def heartbeat_callback_class(base: type) -> type:
 
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
             self._recorder.step()
-            if self._probe is not None and self._probe.train_step_ended():
+            if self._counting is not None and self._counting.train_step_ended():
                 self._wind_down()
 
         def on_test_batch_end(self, batch: int, logs: Any = None) -> None:
