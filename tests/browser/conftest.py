@@ -143,3 +143,23 @@ def shoot(page: object, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path))  # type: ignore[attr-defined]
     return path
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    """A browser test that failed leaves its page as it was (``failed-<test>.png``) and the
+    text of its cards in the report: a wait that timed out under load says what it saw."""
+    outcome = yield
+    report = outcome.get_result()
+    funcargs = getattr(item, "funcargs", {})
+    page = funcargs.get("fresh_page") or funcargs.get("page")
+    if report.when != "call" or not report.failed or page is None:
+        return
+    try:
+        shoot(page, f"failed-{item.name}")
+        cards = page.locator(".jp-GpuGuard-card").all_inner_texts()
+    except Exception as error:  # the page itself may be what broke
+        report.sections.append(("page at failure", f"unreadable: {error}"))
+        return
+    text = "\n----\n".join(cards) or "no card on the page"
+    report.sections.append(("cards at failure", text))
