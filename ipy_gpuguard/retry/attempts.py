@@ -140,7 +140,7 @@ class CellRetry:
             around(lambda: self.run(rewritten, watch)) if around else self.run(rewritten, watch)
         )
         watch.restore()
-        attempt = Attempt(size, outcome, rewritten, probe)
+        attempt = Attempt(size, outcome, rewritten, watch.probed)
         self.attempts.append(attempt)
         self.search.record(
             Trial(size, attempt.fits, outcome.peak_bytes, outcome.fit_fraction, watch.one_batch)
@@ -148,7 +148,7 @@ class CellRetry:
             else Trial(size, False)
         )
         self._note(watch, attempt)
-        if attempt.fits and not probe:
+        if attempt.fits and not attempt.probe:
             self._remember(attempt)
         return attempt
 

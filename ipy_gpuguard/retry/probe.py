@@ -109,6 +109,12 @@ class FitProbe:
     def ends_runs(self) -> bool:
         return self.steps is not None
 
+    @property
+    def probed(self) -> bool:
+        """Whether it ends runs and saw a ``fit`` to end: what its run trained is put back.
+        A run without a ``fit`` (a custom loop) ran whole, probe or not."""
+        return self.ends_runs and self.saw_fit
+
     def fit_began(self, model: Any, fit_input: Any, epoch_steps: int | None) -> None:
         self.saw_fit = True
         self.one_batch = self.one_batch or epoch_steps == 1

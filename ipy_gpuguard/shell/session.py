@@ -373,9 +373,7 @@ class GuardSession:
         if not probe.saw_fit:
             retry.by_whole_runs()
         peak = finished.run.allocator_peak_bytes(finished.view)
-        retry.began_with(
-            RunOutcome(True, peak_bytes=peak, probed=ended is not None), probe.steps is not None
-        )
+        retry.began_with(RunOutcome(True, peak_bytes=peak, probed=ended is not None), probe.probed)
         live.retry(None, settings.auto_runs, True, None)
         live.display.show(live.card, live.verdict_message())
         verdict = live.card.retry.verdict if live.card.retry is not None else None

@@ -112,17 +112,21 @@ def _with_heartbeat(
     """``CallbackList.__init__`` that also puts a heartbeat callback in the list.
 
     The callback goes in through the ``callbacks`` argument, not appended afterwards: Keras 2
-    decides at construction whether any callback wants the per-batch hooks.
+    decides at construction whether any callback wants the per-batch hooks. In a probe's run
+    the person's callbacks are left out altogether: a probe is undone, and what a callback
+    does cannot be (a checkpoint saved at an epoch's end, a CSV log truncated at the start).
     """
     position = list(inspect.signature(init).parameters).index("callbacks")
+    alone = probe is not None and probe.ends_runs
 
     @functools.wraps(init)
     def with_heartbeat(*args: Any, **kwargs: Any) -> None:
         heartbeat = callback_class(recorder, probe)
         if len(args) > position:
-            args = (*args[:position], _added(args[position], heartbeat), *args[position + 1 :])
+            listed = _added(None if alone else args[position], heartbeat)
+            args = (*args[:position], listed, *args[position + 1 :])
         else:
-            kwargs["callbacks"] = _added(kwargs.get("callbacks"), heartbeat)
+            kwargs["callbacks"] = _added(None if alone else kwargs.get("callbacks"), heartbeat)
         init(*args, **kwargs)
         heartbeat.owner = args[0]
 
@@ -198,8 +202,8 @@ def heartbeat_callback_class(base: type) -> type:
 
         def _wind_down(self) -> None:
             """End the fit after this step, through one step of its validation when it
-            validates. Only this callback hears the rest: the person's callbacks never see the
-            epoch a probe cut short (no checkpoint written, no line logged)."""
+            validates. Only this callback hears the rest: Keras' own (its history, its progress
+            bar) never see the epoch a probe cut short."""
             self._winding_down = True
             if self.owner is not None:
                 self.owner.callbacks[:] = [self]

@@ -92,27 +92,48 @@ def test_a_cell_that_fits_climbs_by_probes(keras_shell, capsys):
     assert "retry: batch size 128: probe: fits" in out  # it climbed, a probe at a time
 
 
-def test_a_probes_epoch_never_reaches_the_persons_callbacks_and_validation_runs_one_step(
+#: A callback of the person's that records what it hears: a probe must reach none of it.
+HEARING = (
+    "class Hearing(keras.callbacks.Callback):\n"
+    "    def on_train_begin(self, logs=None):\n"
+    "        heard.append(('begin', BATCH))\n"
+    "    def on_epoch_end(self, epoch, logs=None):\n"
+    "        heard.append(('epoch', BATCH))\n"
+    "heard = []\n"
+)
+
+#: A cell whose data stops it, as the Stop button would, at its third batch of size 128 (a
+#: probe's); the person's callbacks cannot, as a probe's run leaves them out.
+STOPPED_AT_128 = """%%gpuguard --find-max
+import os, signal
+BATCH = 64
+def batches(size):
+    for step in range(10**6):
+        if size == 128 and step == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+        start = step * size % len(x)
+        yield x[start:start + size], y[start:start + size]
+model.fit(batches(BATCH), steps_per_epoch=-(-len(x) // BATCH), epochs=1, verbose=0)
+"""
+
+
+def test_a_probe_never_reaches_the_persons_callbacks_and_validation_runs_one_step(
     keras_shell, capsys
 ):
-    keras_shell.run_cell(
-        "class Epochs(keras.callbacks.Callback):\n"
-        "    def on_epoch_end(self, epoch, logs=None):\n"
-        "        epoch_ends.append(BATCH)\n"
-        "epoch_ends = []\n"
-    )
+    keras_shell.run_cell(HEARING)
     result = keras_shell.run_cell(
         "%%gpuguard --find-max\n"
         "BATCH = 512\n"
         "model.fit(x, y, batch_size=BATCH, epochs=2, shuffle=False, verbose=0,\n"
-        "          validation_data=(x[:700], y[:700]), callbacks=[Epochs()])\n"
+        "          validation_data=(x[:700], y[:700]), callbacks=[Hearing()])\n"
     )
     ns = keras_shell.user_ns
     assert result.error_in_exec is None
     # Validation at a size above the cliff fails: a probe that stopped at its training steps
     # would have said the size fits.
     assert ns["BATCH"] <= LIMIT
-    assert ns["epoch_ends"] == [ns["BATCH"]] * 2  # the final run's two epochs, no probe's
+    batch = ns["BATCH"]
+    assert ns["heard"] == [("begin", batch), ("epoch", batch), ("epoch", batch)]  # no probe's
     assert getattr(ns["model"], "_eval_epoch_iterator", None) is None
 
 
@@ -165,24 +186,13 @@ def test_a_custom_loop_is_searched_by_whole_runs_and_the_card_says_why(keras_she
     ns = keras_shell.user_ns
     assert result.error_in_exec is None
     assert "Each size was a whole run" in out
-    assert "probe:" not in out.split("Batch size 64 fits this cell")[1]  # none after the first
+    assert "probe:" not in out  # not even the first run: it had no fit to end
     assert ns["runs"] > 2  # whole runs, as before
 
 
 def test_a_stop_during_a_probe_ends_the_search_and_puts_the_model_back(keras_shell, capsys):
-    keras_shell.run_cell(
-        "import os, signal\n"
-        "class StopOnce(keras.callbacks.Callback):\n"
-        "    def on_train_batch_end(self, batch, logs=None):\n"
-        "        if BATCH == 128 and batch == 1:\n"
-        "            os.kill(os.getpid(), signal.SIGINT)  # the stop button, during a probe\n"
-    )
     before = [w.copy() for w in keras_shell.user_ns["model"].get_weights()]
-    result = keras_shell.run_cell(
-        "%%gpuguard --find-max\n"
-        "BATCH = 64\n"
-        "model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, callbacks=[StopOnce()])\n"
-    )
+    result = keras_shell.run_cell(STOPPED_AT_128)
     captured = capsys.readouterr()
     ns = keras_shell.user_ns
 
