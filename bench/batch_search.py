@@ -10,7 +10,8 @@ allocator peak of the runs that fitted, and the device's capacity); the others s
 
 Run: .venv/bin/python bench/batch_search.py; with ``--keras``, the searches side by side on a
 real Keras model instead (:mod:`keras_search`: probes, whole runs, Lightning, accelerate, and the
-time to a finished training), ``--quick`` for two thresholds.
+time to a finished training), ``--quick`` for two thresholds; ``--keras --memory``, the guard's
+search fed by TensorFlow's allocator as on a GPU (:mod:`keras_memory_search`).
 """
 
 from __future__ import annotations
@@ -162,8 +163,16 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="with --keras: T 100 and 1000 only")
     parser.add_argument("--limits", help="with --keras: the thresholds T, like 100,1000")
     parser.add_argument("--seconds", type=float, default=10.0, help="one training at T, at least")
+    parser.add_argument(
+        "--memory", action="store_true", help="with --keras: the search fed by the allocator"
+    )
     args = parser.parse_args()
-    if args.keras:
+    if args.keras and args.memory:
+        import keras_memory_search
+
+        limits = [int(limit) for limit in args.limits.split(",")] if args.limits else None
+        keras_memory_search.run(limits or [37, 100, 333, 1000, 3000])
+    elif args.keras:
         import keras_search
 
         limits = [int(limit) for limit in args.limits.split(",")] if args.limits else None

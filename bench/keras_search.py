@@ -73,12 +73,16 @@ class Cell:
         keras.utils.set_random_seed(0)
         layers = [keras.layers.Dense(256, activation="relu") for _ in range(3)]
         self.model = keras.Sequential(
-            [keras.Input((64,)), MemoryHog(self.limit), *layers, keras.layers.Dense(1)]
+            [keras.Input((64,)), self.memory_layer(), *layers, keras.layers.Dense(1)]
         )
         self.model.compile(optimizer="adam", loss="mse", jit_compile=False)
         rng = np.random.default_rng(0)
         self.x = rng.random((SAMPLES, 64), "float32")
         self.y = rng.random((SAMPLES, 1), "float32")
+
+    def memory_layer(self) -> keras.layers.Layer:
+        """What makes the cliff: nothing below ``limit`` samples, terabytes above."""
+        return MemoryHog(self.limit)
 
     def fits(self, size: int, steps: int | None = None) -> bool:
         """Train at ``size`` (``steps`` steps, or the whole training); whether memory sufficed."""

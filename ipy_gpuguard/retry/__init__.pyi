@@ -12,7 +12,7 @@ from .find import BatchFinding, find_batch_size
 from .frames import CellFrame, cell_frames
 from .memory import BatchMemory, Remembered, cell_key
 from .plan import RetryRequest, plan_retry, plan_search, remembered_note
-from .probe import PROBE_STEPS, FitProbe, ProbeEnded
+from .probe import PROBE_STEPS, FitProbe, ProbeEnded, SearchEnd
 from .resolve import BatchTarget, Literal
 from .rewrite import Rewrite, rewrite, without_batch_size
 from .search import BatchSearch, SearchSettings, Step, Trial
@@ -51,6 +51,7 @@ __all__ = [
     "RetrySetup",
     "Rewrite",
     "RunOutcome",
+    "SearchEnd",
     "SearchSettings",
     "Step",
     "Trial",

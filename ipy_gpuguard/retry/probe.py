@@ -16,6 +16,7 @@ which :class:`KeptTraining` measures.
 
 from __future__ import annotations
 
+import enum
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +26,15 @@ from ..watchdog.keras_hooks import is_one_shot
 
 #: Training steps a probe runs after the first (which traces the step function).
 PROBE_STEPS = 3
+
+
+class SearchEnd(enum.Enum):
+    """How a guarded cell's search for its largest batch ended, for the cell's own result."""
+
+    NONE = "none"  # no search ran (at most one was offered)
+    FIXED = "fixed"  # its last run, a whole run that fits, is the cell's
+    STOPPED = "stopped"  # the person's Stop ended it
+    UNFINISHED = "unfinished"  # it ended without a whole run that fits
 
 
 class ProbeEnded(BaseException):

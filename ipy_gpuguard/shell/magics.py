@@ -23,7 +23,7 @@ from IPython.display import Pretty, display
 from ..protocol import FIND_MAX, RETRY, Action, ActionArgs
 from ..protocol.files import os_reason
 from ..retry import AUTO_RETRY_RUNS, DEFAULT_RUNS, FIND_MAX_RUNS, retry_settings
-from ..retry.probe import ProbeEnded
+from ..retry.probe import ProbeEnded, SearchEnd
 from ..ui.history import HistoryTable
 from .interrupts import StopCell, held_interrupt
 from .options import (
@@ -385,11 +385,16 @@ class GPUGuardMagics(Magics):
         if error is None or isinstance(error, ProbeEnded):  # fitted, or a --find-max probe did
             ended = error
 
-            def search() -> bool:
+            def search() -> SearchEnd:
                 return self.session.search(finished, ended, count)
 
-            if _guard_failure_in_one_line("search", search) and error is not None:
+            end = _guard_failure_in_one_line("search", search)
+            if end is SearchEnd.FIXED and error is not None:
                 result.error_in_exec = error = None  # the search's last run is the cell's
+            elif end is SearchEnd.STOPPED and error is not None:
+                # The guard's probe ended the cell, the person's Stop ended the search: the
+                # cell ends interrupted, as it would have without the guard, not as a probe.
+                result.error_in_exec = KeyboardInterrupt("the search for the largest batch")
         else:
             remediated = _guard_failure_in_one_line(
                 "diagnose", lambda: self.session.remediate(finished, error, count)

@@ -24,6 +24,7 @@ from ..retry import (
     RetrySettings,
     Rewrite,
     RunOutcome,
+    SearchEnd,
     cell_frames,
     find_batch_size,
     plan_retry,
@@ -328,16 +329,15 @@ class GuardSession:
         finished: FinishedCell,
         ended: ProbeEnded | None,
         execution_count: int | None = None,
-    ) -> bool:
+    ) -> SearchEnd:
         """A guarded cell that fitted, or whose probe the guard ``ended``: with ``--find-max``,
         search for its largest batch now; otherwise, for a cell that trained a Keras model in a
-        notebook, offer the search on a card under its panel. Returns whether the cell stands
-        as a whole run that fits (the search's last)."""
+        notebook, offer the search on a card under its panel."""
         probe, settings = finished.probe, finished.options.retry
         if probe is None or self._runner is None:
-            return False
+            return SearchEnd.NONE
         if not settings.find_max and not (probe.saw_fit and self.live):
-            return False
+            return SearchEnd.NONE
         request = plan_search(
             finished.cell,
             settings,
@@ -359,7 +359,7 @@ class GuardSession:
                     "run it again without --find-max",
                     file=sys.stderr,
                 )
-            return False
+            return SearchEnd.NONE
         if probe.trained_earlier_model and not settings.find_max:
             retry.notes.append(
                 "This cell's run trained a model of an earlier cell: the search's last run "
@@ -368,7 +368,7 @@ class GuardSession:
             )
         live = self._show_search(request, finished, execution_count)
         if not settings.find_max:
-            return False
+            return SearchEnd.NONE
         probe.restore()  # the search's own last run trains the model
         if not probe.saw_fit:
             retry.by_whole_runs()
@@ -377,8 +377,10 @@ class GuardSession:
         live.retry(None, settings.auto_runs, True, None)
         live.display.show(live.card, live.verdict_message())
         verdict = live.card.retry.verdict if live.card.retry is not None else None
-        stopped = any(attempt.outcome.interrupted for attempt in retry.attempts)
-        return verdict is not None and verdict.state == FIXED and not stopped
+        if any(attempt.outcome.interrupted for attempt in retry.attempts):
+            return SearchEnd.STOPPED
+        fixed = verdict is not None and verdict.state == FIXED
+        return SearchEnd.FIXED if fixed else SearchEnd.UNFINISHED
 
     def _show_search(
         self, request: RetryRequest, finished: FinishedCell, execution_count: int | None

@@ -130,6 +130,7 @@ def test_a_stop_during_a_probe_ends_the_search_and_puts_the_model_back(model_ker
     _, client = model_kernel
     execute(client, "before = [w.copy() for w in model.get_weights()]")
     run = execute(client, STOPPED_AT_128, timeout=300)
+    assert run.reply["content"]["ename"] == "KeyboardInterrupt"  # not the guard's ProbeEnded
     sizes = [a["batch_size"] for a in card_of(run)["retry"]["attempts"]]
     assert sizes[-1] == 128  # the probe the Stop reached, and no size after it
     assert 256 not in sizes

@@ -197,7 +197,8 @@ def test_a_stop_during_a_probe_ends_the_search_and_puts_the_model_back(keras_she
     ns = keras_shell.user_ns
 
     assert "retry: batch size 256" not in captured.out  # no size after the Stop
-    assert "stopped at your interrupt" in captured.err or result.error_in_exec is not None
+    # The cell ends interrupted, as without the guard; not with the probe's end of its first run.
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
     assert int(ns["model"].optimizer.iterations) == 0  # nothing trained stays trained
     assert all(np.array_equal(a, b) for a, b in zip(before, ns["model"].get_weights(), strict=True))
 

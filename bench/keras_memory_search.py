@@ -1,0 +1,110 @@
+"""The probe search fed by TensorFlow's allocator, as on a GPU (issue 23): trials and size found.
+
+:mod:`keras_search` makes its cliff with an impossible allocation on TensorFlow's plain CPU
+allocator, which keeps no statistics: the search sees fit / no fit only, as Lightning and
+accelerate do, and bisects. A GPU's allocator counts bytes, and the search's memory model reads
+them. Here TensorFlow's BFC allocator runs on the CPU with a limit (``TF_CPU_ALLOCATOR_USE_BFC``,
+``TF_CPU_BFC_MEM_LIMIT_IN_MB``): a layer holds ``width`` floats per sample, so memory grows with
+the batch, the allocator's peak measures each probe, and a batch over the limit fails for real.
+The true largest batch T is measured first, by bisection to the exact size.
+
+Only the guard's search reads memory, so only its trials change here: Lightning's and
+accelerate's are :mod:`keras_search`'s. Time is not compared: BFC retries an allocation that
+failed for 10 s before it raises (TensorFlow's ``AllocatorRetry``, the GPU allocator's too), so
+each out-of-memory probe costs 10 s here.
+
+Run: .venv/bin/python bench/batch_search.py --keras --memory [--limits 100,1000]
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+
+LIMIT_MB = 1024
+os.environ["TF_CPU_ALLOCATOR_USE_BFC"] = "true"
+os.environ["TF_CPU_BFC_MEM_LIMIT_IN_MB"] = str(LIMIT_MB)
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from keras_search import Cell  # noqa: E402
+
+from ipy_gpuguard.retry.search import BatchSearch, SearchSettings, Trial  # noqa: E402
+
+CAPACITY = LIMIT_MB * 2**20
+#: The share of the allocator the per-sample floats take at the aimed-for T.
+SHARE = 0.8
+
+
+class Activations(keras.layers.Layer):
+    """Holds ``[batch, width]`` floats for a moment, as a large model's activations do."""
+
+    def __init__(self, width: int, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.width = width
+        self.seed = keras.random.SeedGenerator(1)
+
+    def call(self, x: object) -> object:
+        held = keras.random.uniform((keras.ops.shape(x)[0], self.width), seed=self.seed)
+        return x + keras.ops.sum(held) * 0
+
+
+class MemoryCell(Cell):
+    """The model of :mod:`keras_search` whose memory grows with the batch up to the limit."""
+
+    def memory_layer(self) -> keras.layers.Layer:
+        return Activations(int(SHARE * CAPACITY / 4 / self.limit))
+
+    def measured(self, size: int) -> Trial:
+        """A probe at ``size`` with the allocator's peak, as the guard records one."""
+        tf.config.experimental.reset_memory_stats("CPU:0")
+        fits = self.probe(size)
+        peak = tf.config.experimental.get_memory_info("CPU:0")["peak"]
+        return Trial(size, fits, peak if fits else None)
+
+
+def true_largest(aim: int) -> int:
+    """The largest batch that fits, to the sample: bisection by probes."""
+    cell = MemoryCell(aim)
+    low, high = 1, 4 * aim
+    assert not cell.measured(high).fits, "the cliff must lie below four times the aim"
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if cell.measured(middle).fits else (low, middle)
+    return low
+
+
+def search(aim: int, start: int) -> tuple[int, int, int]:
+    """The guard's search by probes from ``start``: (trials, size found, probes that failed)."""
+    cell = MemoryCell(aim)
+    found = BatchSearch(SearchSettings(start, find_max=True, capacity_bytes=CAPACITY))
+    found.record(cell.measured(start))
+    while (step := found.next_step(runs_left=64)) is not None:
+        if step.size == found.largest_fitting:
+            break  # the search is over: one training follows
+        found.record(cell.measured(step.size))
+    assert found.largest_fitting is not None
+    failed = sum(not trial.fits for trial in found.trials)
+    return len(found.trials), found.largest_fitting, failed
+
+
+def run(aims: list[int]) -> None:
+    print(f"BFC allocator on the CPU, limit {LIMIT_MB} MiB; trials include the start's run")
+    print(
+        f"{'aim':>5} {'T':>5} {'start':>6} {'found/T':>8} {'trials':>6} {'budget':>6} {'OOMs':>5}"
+    )
+    for aim in aims:
+        started = time.perf_counter()
+        largest = true_largest(aim)
+        print(f"{aim:>5} {largest:>5}  (T measured in {time.perf_counter() - started:.0f} s)")
+        for start in (1024, 65536, max(largest // 4, 1)):
+            trials, found, failed = search(aim, start)
+            budget = max(math.log2(start / largest), 0) + 4
+            print(
+                f"{aim:>5} {largest:>5} {start:>6} {found / largest:8.2f} {trials:>6} "
+                f"{budget:6.1f} {failed:>5}"
+            )
