@@ -9,8 +9,10 @@ the largest size that fitted and the smallest that failed disposes. One peak giv
 through the origin, which underestimates when part of the memory does not grow with the batch
 (weights, optimizer state), so its proposal fits and gives the second point; a run already
 near capacity is followed by one step up instead. A proposal that fails shows memory is not
-linear here, and the search bisects from then on. Before any size above the largest that fitted
-has failed (a search from a cell that fits), the model proposes, or the size doubles. It stops when the
+linear here, and the search bisects from then on (a bracket wider than twofold by ratio, not
+by size). No step up goes past eight times the largest size that fitted, whatever the model
+says. Before any size above the largest that fitted has failed (a search from a cell that
+fits), the model proposes, or the size doubles. It stops when the
 largest size that fitted is within ``margin`` of a size that failed, or of the model's limit;
 the last run is always at the size it returns, so the cell's variables are that run's.
 
@@ -27,6 +29,12 @@ from ..protocol import MAX_BATCH_SIZE
 
 #: The most a single step down divides the size by, whatever the estimate says.
 MAX_JUMP_DOWN = 8
+#: The most a single step up multiplies the largest size that fitted by, whatever the memory
+#: model says: a peak that missed part of the memory (another allocator, a device shared with
+#: another process) would otherwise send the search thousands of times too high.
+MAX_JUMP_UP = 8
+#: A bracket whose failing size is more than this many times the fitting one is wide.
+WIDE_BRACKET = 2
 #: Peaks closer than this share are alike: memory did not grow with the batch.
 GROWTH_TOLERANCE = 0.01
 
@@ -157,8 +165,9 @@ class BatchSearch:
                 return None  # the model puts lo within the margin of the device's capacity
             proposal = lo + _granule(lo, self._multiple_of_8)  # near capacity: one step up
         ceiling = MAX_BATCH_SIZE if hi is None else hi
-        if proposal is not None and lo < min(proposal, MAX_BATCH_SIZE) < ceiling:
-            proposal = min(proposal, MAX_BATCH_SIZE)
+        if proposal is not None:
+            proposal = min(proposal, MAX_BATCH_SIZE, self._round_down(lo * MAX_JUMP_UP))
+        if proposal is not None and lo < proposal < ceiling:
             self._proposed.add(proposal)
             return Step(proposal, "the memory model's estimate of the largest size that fits")
         if hi is None:
@@ -166,9 +175,12 @@ class BatchSearch:
             if double <= lo or self._stopped_growing():
                 return None
             return Step(double, f"twice {lo}, which fitted: no size has failed yet")
-        middle = self._round_down((lo + hi) / 2)
+        # A wide bracket (a model that failed far above the largest fit) is halved in ratio,
+        # not in size: halving in size would take a run per power of two to come down.
+        wide = hi > WIDE_BRACKET * lo
+        middle = self._round_down(math.sqrt(lo * hi) if wide else (lo + hi) / 2)
         if lo < middle < hi:
-            return Step(middle, f"halfway between {lo}, which fitted, and {hi}, which did not")
+            return Step(middle, f"between {lo}, which fitted, and {hi}, which did not")
         return None
 
     def _holds_all_data(self, size: int) -> bool:

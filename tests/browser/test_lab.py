@@ -286,6 +286,32 @@ def test_5_restart_and_run_to_here_when_memory_did_not_come_back(fresh_page, lab
     shoot(page, "5-restarted")
 
 
+#: A cell that fits, training the demo's model (its cliff at 96 samples) from the start.
+FITTING_CELL = """%%gpuguard
+BATCH_SIZE = 32
+model = build_model()
+history = model.fit(x, y, batch_size=BATCH_SIZE, epochs=1, verbose=0)"""
+
+
+def test_5b_a_cell_that_fits_finds_its_largest_batch_from_the_search_card(fresh_page, lab):
+    """No failure needed (issue 23): the button under a fitting cell's panel climbs by probes."""
+    page = fresh_page
+    name = write_notebook(lab, "climb.ipynb", [*_setup_cells(), FITTING_CELL])
+    open_notebook(page, lab, name)
+    for index in range(3):
+        run_cell(page, index)
+    search = cell(page, 2).locator(f"{CARD}[data-kind=search]")
+    search.wait_for(timeout=60_000)
+    search.get_by_role("button", name="Find the largest batch that fits").click()
+    verdict = search.locator(".jp-GpuGuard-verdict", has_text="Fixed: batch size")
+    verdict.wait_for(timeout=300_000)
+    wait_for_kernel(page, "idle")
+    found = int(re.search(r"Fixed: batch size (\d+) fits", verdict.inner_text()).group(1))
+    assert 64 < found <= 96  # the cliff is at 96
+    assert "probe" in search.locator(".jp-GpuGuard-attempts").inner_text()
+    shoot(page, "5b-climbed")
+
+
 def test_6_a_kernel_that_dies_gets_a_post_mortem_naming_its_cell(fresh_page, lab):
     page = fresh_page
     dying = "%%gpuguard\nimport os, time\ntime.sleep(1.5)  # a sample of the devices is recorded\nos._exit(1)"

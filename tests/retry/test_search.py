@@ -84,6 +84,21 @@ def test_find_max_without_memory_ends_within_the_margin_of_a_failure(threshold, 
     assert failed_above - found <= max(margin * failed_above, 8)
 
 
+def test_a_memory_model_that_misses_the_cliff_jumps_at_most_eightfold_and_comes_back_fast():
+    """Peaks that miss what runs out (here a cliff at 96 with kilobyte peaks on a simulated
+    8 GiB device, as in the demo notebook): the model proposed 365,344 from 32, and halving
+    back down took 13 more runs."""
+    search = BatchSearch(SearchSettings(32, find_max=True, capacity_bytes=8 * GiB))
+    search.record(Trial(32, True, 700 * 2**10))
+    while (step := search.next_step(64)) is not None:
+        largest = search.largest_fitting
+        assert step.size <= 8 * largest
+        fits = step.size <= 96
+        search.record(Trial(step.size, fits, 700 * 2**10 + step.size * 2**10 if fits else None))
+    assert 0.9 * 96 <= search.largest_fitting <= 96
+    assert len(search.trials) <= 8
+
+
 def test_sizes_stay_multiples_of_8_where_the_start_was_one():
     search = run_search(1000, start=4096, find_max=True)
     assert all(t.size % 8 == 0 for t in search.trials)
