@@ -63,6 +63,19 @@ def test_the_wheel_carries_the_lab_extension_and_the_server_config(wheel):
     assert all(f"ipy_gpuguard/{room}/__init__.pyi" in names for room in lazy)
 
 
+def test_the_wheel_carries_the_license_its_metadata_names(wheel):
+    """BSD-3-Clause in the metadata, and its text in the wheel (issue 24)."""
+    archive = zipfile.ZipFile(wheel)
+    names = archive.namelist()
+    licenses = [name for name in names if ".dist-info/" in name and "LICENSE" in name]
+    assert licenses
+    assert "BSD 3-Clause License" in archive.read(licenses[0]).decode()
+    (metadata,) = [name for name in names if name.endswith(".dist-info/METADATA")]
+    text = archive.read(metadata).decode()
+    assert "Programming Language :: Python :: 3.10" in text
+    assert "Framework :: Jupyter :: JupyterLab :: Extensions :: Prebuilt" in text
+
+
 def test_jupyter_lists_both_extensions_enabled_once_installed(wheel, tmp_path):
     # What an installer does with the wheel's data files: into the environment's prefix. (Not
     # pip install --prefix: it would uninstall this environment's own ipy_gpuguard first.)
