@@ -391,9 +391,10 @@ class GPUGuardMagics(Magics):
             end = _guard_failure_in_one_line("search", search)
             if end is SearchEnd.FIXED and error is not None:
                 result.error_in_exec = error = None  # the search's last run is the cell's
-            elif end is SearchEnd.STOPPED and error is not None:
-                # The guard's probe ended the cell, the person's Stop ended the search: the
-                # cell ends interrupted, as it would have without the guard, not as a probe.
+            elif end is SearchEnd.STOPPED:
+                # The person's Stop ended the search: the cell ends interrupted, as it would
+                # have without the guard; not as the guard's probe, nor as a success whose
+                # namespace an attempt cut short has since changed.
                 result.error_in_exec = KeyboardInterrupt("the search for the largest batch")
         else:
             remediated = _guard_failure_in_one_line(

@@ -203,6 +203,22 @@ def test_a_stop_during_a_probe_ends_the_search_and_puts_the_model_back(keras_she
     assert all(np.array_equal(a, b) for a, b in zip(before, ns["model"].get_weights(), strict=True))
 
 
+def test_a_stop_during_a_whole_run_of_a_search_ends_the_cell_interrupted(keras_shell, capsys):
+    """A custom loop's search runs whole: its first run fitted, and a Stop in a later one left
+    the namespace as that run had got it. The cell must not end as a success."""
+    result = keras_shell.run_cell(
+        "%%gpuguard --find-max\n"
+        "import os, signal\n"
+        "BATCH = 64\n"
+        "if BATCH == 128:\n"
+        "    os.kill(os.getpid(), signal.SIGINT)  # the Stop button, in the search's second run\n"
+        "for start in range(0, 256, BATCH):\n"
+        "    model.train_on_batch(x[start:start + BATCH], y[start:start + BATCH])\n"
+    )
+    assert "retry: batch size 256" not in capsys.readouterr().out  # no size after the Stop
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+
+
 def test_gpuguard_retry_keeps_to_out_of_memory_cards_and_max_reaches_the_search(keras_shell):
     """A search card is no cell that ran out of memory: ``%gpuguard retry N`` does not rerun
     it, and ``%gpuguard retry max`` finds it (its search is over, and says so)."""
