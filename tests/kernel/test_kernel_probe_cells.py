@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.retry.test_probes import HEARING, LIMIT, MODEL, SAMPLES, STOPPED_AT_128
+from tests.retry.test_probes import HEARING, LIMIT, MADE_AFRESH, MODEL, SAMPLES, STOPPED_AT_128
 
 from .client import evaluate, execute, keras_kernel
 from .test_kernel_probes import JAX_MODEL, cards
@@ -67,17 +67,7 @@ def test_a_fit_that_validates_reaches_the_persons_callbacks_in_the_last_run_alon
 
 def test_a_generator_the_cell_makes_is_made_afresh_by_each_probe(model_kernel):
     backend, client = model_kernel
-    run = execute(
-        client,
-        "%%gpuguard --find-max\n"
-        "BATCH = 64\n"
-        "def batches(size):\n"
-        "    while True:\n"
-        "        for start in range(0, len(x), size):\n"
-        "            yield x[start:start + size], y[start:start + size]\n"
-        "model.fit(batches(BATCH), steps_per_epoch=-(-len(x) // BATCH), epochs=1, verbose=0)\n",
-        timeout=300,
-    )
+    run = execute(client, MADE_AFRESH, timeout=300)
     assert run.status == "ok"
     batch = int(evaluate(client, "BATCH"))
     assert 0.9 * LARGEST[backend] <= batch <= LARGEST[backend]

@@ -117,6 +117,18 @@ model.fit(batches(BATCH), steps_per_epoch=-(-len(x) // BATCH), epochs=1, verbose
 """
 
 
+#: A guarded cell that makes its own generator of batches of its size.
+MADE_AFRESH = (
+    "%%gpuguard --find-max\n"
+    "BATCH = 64\n"
+    "def batches(size):\n"
+    "    while True:\n"
+    "        for start in range(0, len(x), size):\n"
+    "            yield x[start:start + size], y[start:start + size]\n"
+    "model.fit(batches(BATCH), steps_per_epoch=-(-len(x) // BATCH), epochs=1, verbose=0)\n"
+)
+
+
 def test_a_probe_never_reaches_the_persons_callbacks_and_validation_runs_one_step(
     keras_shell, capsys
 ):
@@ -157,15 +169,7 @@ def test_a_generator_of_an_earlier_cell_is_said_to_be_used_up(keras_shell, capsy
 
 
 def test_a_generator_the_cell_makes_is_made_afresh_by_each_probe(keras_shell, capsys):
-    result = keras_shell.run_cell(
-        "%%gpuguard --find-max\n"
-        "BATCH = 64\n"
-        "def batches(size):\n"
-        "    while True:\n"
-        "        for start in range(0, len(x), size):\n"
-        "            yield x[start:start + size], y[start:start + size]\n"
-        "model.fit(batches(BATCH), steps_per_epoch=-(-len(x) // BATCH), epochs=1, verbose=0)\n"
-    )
+    result = keras_shell.run_cell(MADE_AFRESH)
     out = capsys.readouterr().out
     ns = keras_shell.user_ns
     assert result.error_in_exec is None
