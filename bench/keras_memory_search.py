@@ -34,6 +34,7 @@ import tensorflow as tf  # noqa: E402
 from keras_search import Cell  # noqa: E402
 
 from ipy_gpuguard.retry.search import BatchSearch, SearchSettings, Trial  # noqa: E402
+from ipy_gpuguard.telemetry.framework import FrameworkAllocators  # noqa: E402
 
 CAPACITY = LIMIT_MB * 2**20
 #: The share of the allocator the per-sample floats take at the aimed-for T.
@@ -60,11 +61,12 @@ class MemoryCell(Cell):
         return Activations(int(SHARE * CAPACITY / 4 / self.limit))
 
     def measured(self, size: int) -> Trial:
-        """A probe at ``size`` with the allocator's peak, as the guard records one."""
-        tf.config.experimental.reset_memory_stats("CPU:0")
+        """A probe at ``size`` with the allocator's peak, read as the guard reads one."""
+        allocators = FrameworkAllocators("CPU")
+        allocators.reset_peaks([0])
         fits = self.probe(size)
-        peak = tf.config.experimental.get_memory_info("CPU:0")["peak"]
-        return Trial(size, fits, peak if fits else None)
+        reading = allocators.read(0)
+        return Trial(size, fits, reading.peak_bytes if fits and reading else None)
 
 
 def reserve() -> None:
