@@ -84,7 +84,10 @@ setup(
     cmdclass={"build_py": BuildWithLabExtension},
     python_requires=">=3.10",
     install_requires=[
-        "ipython>=8.12",
+        # 8.23 imports typing_extensions' TypeAliasType without asking for the version that has
+        # it: beside TensorFlow 2.12 and 2.13, which pin typing_extensions below 4.6, the kernel
+        # does not start (ipython/ipython#14389). pip then takes 8.22, or 8.24 and later.
+        "ipython>=8.12,!=8.23.*",
         "ipykernel>=6.25",
         "ipywidgets>=8.1",
         "traitlets>=5.9",
@@ -95,8 +98,11 @@ setup(
         "jsonschema>=4.18",
     ],
     entry_points={"console_scripts": ["ipy-gpuguard = ipy_gpuguard.cli:main"]},
+    # No framework extra: the guard works with the TensorFlow, Keras, JAX or PyTorch already
+    # installed, and an extra naming one would put a second TensorFlow beside `tensorflow-cpu`
+    # or `tensorflow-directml-plugin`'s 2.10, with NumPy 2, and break it (no marker can see
+    # which TensorFlow is installed).
     extras_require={
-        "tensorflow": ["tensorflow>=2.16"],
         "test": TEST,
         "dev": [*TEST, "ruff>=0.6", "mypy>=1.10", "jupyter-builder>=1.2,<2"],
     },

@@ -62,11 +62,11 @@ MIN_LINUX_DRIVER = {
 
 def tested_build(tensorflow_version: str) -> BuildConfiguration | None:
     """The tested configuration of a TensorFlow release (``2.15.1`` is looked up as 2.15)."""
-    wanted = _major_minor(tensorflow_version)
+    wanted = major_minor(tensorflow_version)
     if wanted is None:
         return None
     for build in TESTED_BUILDS:
-        release = _major_minor(build.tensorflow)
+        release = major_minor(build.tensorflow)
         if release is not None and release <= wanted:
             return build
     return None
@@ -91,8 +91,8 @@ def build_fields(
         return {}
     fields = {"tensorflow_version": tensorflow_version}
     tested = tested_build(tensorflow_version)
-    cuda = cuda or (tested.cuda if tested else None)
-    cudnn = cudnn or (tested.cudnn if tested else None)
+    cuda = _finer(cuda, tested.cuda if tested else None)
+    cudnn = _finer(cudnn, tested.cudnn if tested else None)
     if cuda:
         fields["build_cuda"] = cuda
         driver = min_driver(cuda)
@@ -103,7 +103,16 @@ def build_fields(
     return fields
 
 
-def _major_minor(version: str) -> tuple[int, int] | None:
+def _finer(own: str | None, tested: str | None) -> str | None:
+    """The build's own version, or the tested one where it says more of the same: Linux builds
+    report cuDNN's major version alone ("8"), which the tested "8.1" makes installable."""
+    if own is None or (tested is not None and tested.startswith(own + ".")):
+        return tested
+    return own
+
+
+def major_minor(version: str) -> tuple[int, int] | None:
+    """``"2.10.1"`` as (2, 10); ``None`` for text that does not start as a version."""
     parts = version.split(".")
     try:
         return int(parts[0]), int(parts[1])

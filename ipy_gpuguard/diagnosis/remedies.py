@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
+from .builds import major_minor
 from .facts import fill
 from .model import FactValue, Remedy
 
@@ -262,6 +263,64 @@ _CATALOG = (
         links=(("Install TensorFlow with pip", TF_PIP),),
     ),
     Remedy(
+        "install_gpu_tensorflow_before_2_14",
+        "Install TensorFlow's GPU build",
+        "A CPU-only TensorFlow never uses the GPU. Before 2.14, TensorFlow's GPU build brings no "
+        "CUDA of its own (pip has no tensorflow[and-cuda] for it): it needs the CUDA and cuDNN "
+        "it was built with.",
+        steps=(
+            "Linux and WSL2: pip uninstall -y tensorflow-cpu, then pip install "
+            "'tensorflow<<=={tensorflow_version}>>' (before 2.14 the tensorflow package is the "
+            "GPU build), with<< CUDA {build_cuda} and cuDNN {build_cudnn}>> the CUDA and cuDNN "
+            "of its tested build (conda install -c conda-forge cudatoolkit cudnn); or upgrade to "
+            "TensorFlow 2.14 or later, whose 'tensorflow[and-cuda]' brings them.",
+            "Native Windows: TensorFlow 2.10 was the last GPU release there: pip install "
+            "'tensorflow==2.10.1' with CUDA 11.2 and cuDNN 8.1 (conda install -c conda-forge "
+            "cudatoolkit=11.2 cudnn=8.1.0); or keep tensorflow-cpu and add "
+            "tensorflow-directml-plugin.",
+            "macOS: pip install tensorflow-metal.",
+        ),
+        links=(("TensorFlow's tested build configurations", TF_BUILDS),),
+    ),
+    Remedy(
+        "install_matching_libraries_before_2_14",
+        "Install the CUDA and cuDNN that TensorFlow was built for",
+        "TensorFlow loads CUDA libraries at run time and needs the versions it was compiled with "
+        "(cuDNN: the same major version, an equal or newer minor); before 2.14, pip has no "
+        "tensorflow[and-cuda] to bring them.",
+        steps=(
+            "<<TensorFlow {tensorflow_version} was built with CUDA {build_cuda} and cuDNN "
+            "{build_cudnn}: >>install those, for example conda install -c conda-forge"
+            "<< cudatoolkit={build_cuda} cudnn={build_cudnn}>>, or NVIDIA's installers.",
+            "Remove other CUDA/cuDNN copies that come first on LD_LIBRARY_PATH (or PATH on Windows), "
+            "then restart the kernel.",
+        ),
+        links=(("TensorFlow's tested build configurations", TF_BUILDS),),
+    ),
+    Remedy(
+        "keep_directml_tensorflow",
+        "Keep the TensorFlow that DirectML runs on",
+        "tensorflow-directml-plugin gives GPUs to tensorflow-cpu 2.10 and to no other "
+        "TensorFlow: uninstalling it, or installing another TensorFlow beside it, takes the GPU "
+        "away.",
+        steps=(
+            "pip uninstall -y tensorflow tensorflow-gpu, then pip install --force-reinstall "
+            "'tensorflow-cpu==2.10.0' 'numpy<2' and restart the kernel; keep "
+            "tensorflow-directml-plugin.",
+        ),
+    ),
+    Remedy(
+        "numpy_1_for_tensorflow",
+        "Install the NumPy 1 that TensorFlow was built for",
+        "TensorFlow before 2.18 was compiled against NumPy 1, and NumPy 2 changed the binary "
+        "interface that compiled modules use: import tensorflow fails.",
+        steps=(
+            "pip install 'numpy<2', then restart the kernel.",
+            "Or upgrade to TensorFlow 2.18 or later, built for NumPy 2 (not where a GPU needs 2.10: "
+            "native Windows, DirectML).",
+        ),
+    ),
+    Remedy(
         "update_driver_for_cuda",
         "Update the NVIDIA driver",
         "Each CUDA version needs a minimum driver; an older driver cannot run a newer CUDA "
@@ -419,7 +478,7 @@ def resolved(
     A remedy that needs a fresh process gets a note: a restart when TensorFlow has initialised
     the GPU here (``gpu_initialised``), a reminder when that is unknown.
     """
-    remedy = REMEDIES[remedy_id]
+    remedy = REMEDIES[for_this_stack(remedy_id, fields)]
     note = remedy.note
     if remedy_id in NEEDS_FRESH_PROCESS and gpu_initialised is not False:
         note = (
@@ -428,3 +487,25 @@ def resolved(
             else "Takes effect only in a fresh kernel, before TensorFlow initialises the GPU."
         )
     return replace(remedy, steps=tuple(fill(step, fields) for step in remedy.steps), note=note)
+
+
+#: Remedies whose steps install ``tensorflow[and-cuda]``, an extra TensorFlow has from 2.14 on,
+#: and what to advise instead for an older release.
+_BEFORE_AND_CUDA = {
+    "install_gpu_tensorflow": "install_gpu_tensorflow_before_2_14",
+    "install_matching_libraries": "install_matching_libraries_before_2_14",
+}
+AND_CUDA_SINCE = (2, 14)
+
+
+def for_this_stack(remedy_id: str, fields: Mapping[str, FactValue]) -> str:
+    """The remedy that fits the installed TensorFlow: with tensorflow-directml-plugin
+    (``directml_plugin``), never one that removes the tensorflow-cpu it runs on; before 2.14,
+    never ``tensorflow[and-cuda]``, which does not exist there."""
+    if remedy_id == "install_gpu_tensorflow" and "directml_plugin" in fields:
+        return "keep_directml_tensorflow"
+    version = fields.get("tensorflow_version")
+    release = major_minor(version) if isinstance(version, str) else None
+    if remedy_id in _BEFORE_AND_CUDA and release is not None and release < AND_CUDA_SINCE:
+        return _BEFORE_AND_CUDA[remedy_id]
+    return remedy_id

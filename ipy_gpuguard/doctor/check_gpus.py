@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from ..diagnosis import Remedy
+from ..diagnosis import FactValue, Remedy
+from ..diagnosis.builds import min_driver
 from ..telemetry.units import format_bytes
-from .check_software import tensorflow_uses_gpu
+from .check_software import JAX_CUDA_PLUGINS, tensorflow_uses_gpu
 from .findings import Findings, version_text, version_tuple
 from .frameworks import FrameworkView
 from .libraries import LoadedLibrary
@@ -20,11 +21,15 @@ def driver(findings: Findings) -> Verdict:
     found = f"driver {nvml.driver or 'of unknown version'}"
     if nvml.cuda is not None:
         found += f", which runs CUDA up to {nvml.cuda_text}"
-    cuda = findings.build_version("cuda_version") if findings.cuda_build else None
+    if findings.cuda_build:
+        cuda = findings.build_version("cuda_version")
+        built = f"TensorFlow {findings.tensorflow_version}"
+        fields = findings.fields()
+    else:  # PyTorch's CUDA wheels need a driver as much as TensorFlow's do
+        cuda, built, fields = _torch_cuda(findings)
     if cuda is None or nvml.cuda is None:
         return Verdict(Status.OK, found)
-    needs = f"TensorFlow {findings.tensorflow_version} was built with CUDA {version_text(cuda)}"
-    fields = findings.fields()
+    needs = f"{built} was built with CUDA {version_text(cuda)}"
     minimum = fields.get("min_driver")
     too_old = (
         findings.machine.platform == "linux"
@@ -35,28 +40,24 @@ def driver(findings: Findings) -> Verdict:
         return Verdict(
             Status.PROBLEM,
             f"{found}; {needs}, which this driver cannot run",
-            remedies=findings.remedies("update_driver_for_cuda"),
+            remedies=findings.remedies("update_driver_for_cuda", **fields),
         )
     if nvml.cuda < cuda[:2]:
         return Verdict(
             Status.WARNING,
             f"{found}; {needs}: it runs through CUDA's minor-version compatibility, but kernels "
             "XLA compiles for this GPU (PTX) may need a newer driver",
-            remedies=findings.remedies("update_driver_for_cuda", "ptx_toolchain"),
+            remedies=findings.remedies("update_driver_for_cuda", "ptx_toolchain", **fields),
         )
     return Verdict(Status.OK, f"{found}; {needs}")
 
 
 def cuda_libraries(findings: Findings) -> Verdict:
     """The CUDA runtime and cuDNN that load, against the versions TensorFlow was built with."""
+    if not findings.cuda_build:
+        return _libraries_of_other_frameworks(findings)
     runtime, cudnn = findings.cuda_runtime, findings.cudnn
     details = tuple(_library_line(library) for library in (runtime, cudnn))
-    if not findings.cuda_build:
-        return Verdict(
-            Status.OK,
-            "not needed: TensorFlow is not a CUDA build here",
-            details,
-        )
     problems = [
         problem
         for problem in (_runtime_problem(findings, runtime), _cudnn_problem(findings, cudnn))
@@ -75,6 +76,80 @@ def cuda_libraries(findings: Findings) -> Verdict:
         "needs",
         details,
     )
+
+
+def _torch_cuda(findings: Findings) -> tuple[tuple[int, ...] | None, str, dict[str, FactValue]]:
+    """The CUDA a CUDA build of PyTorch was built with, its name, and the remedies' fields."""
+    view = findings.torch
+    if view is None or not view.usable or not view.build.get("is_cuda_build"):
+        return None, "", {}
+    cuda = version_tuple(str(view.build.get("cuda_version") or ""))
+    fields: dict[str, FactValue] = {}
+    if cuda:
+        fields["build_cuda"] = version_text(cuda[:2])
+        minimum = min_driver(version_text(cuda[:2]))
+        if minimum:
+            fields["min_driver"] = minimum
+    return cuda, f"PyTorch {view.version}", fields
+
+
+def _libraries_of_other_frameworks(findings: Findings) -> Verdict:
+    """Without TensorFlow's CUDA build, the CUDA of PyTorch's and JAX's wheels, which bring and
+    load their own (pip's nvidia-* packages): what they loaded, or that none needs any."""
+    torch, jax = findings.torch, findings.jax
+    found: list[str] = []
+    problems: list[str] = []
+    if torch is not None and torch.usable and torch.build.get("is_cuda_build"):
+        cudnn = torch.build.get("cudnn_version")
+        cuda = torch.build.get("cuda_version")
+        if cudnn:
+            found.append(
+                f"PyTorch {torch.version} loads CUDA {cuda} and cuDNN {_cudnn_text(cudnn)}"
+            )
+        else:
+            problems.append(
+                f"PyTorch {torch.version} is a CUDA {cuda} build, but its cuDNN does not load"
+            )
+    plugin = next(
+        (
+            f"{name} {findings.machine.version_of(name)}"
+            for name in JAX_CUDA_PLUGINS
+            if findings.machine.version_of(name)
+        ),
+        None,
+    )
+    if jax is not None and jax.usable and plugin is not None:
+        if jax.build.get("backend") == "gpu":
+            found.append(f"JAX {jax.version} runs on the GPU with {plugin}")
+        else:
+            problems.append(
+                f"{plugin} is installed, but JAX {jax.version} runs on the {jax.build.get('backend', 'CPU')}"
+            )
+    details = tuple(
+        f"{label} says: {message}"
+        for label, view in (("PyTorch", torch), ("JAX", jax))
+        if view is not None
+        for message in view.messages
+    )
+    if problems:
+        return Verdict(
+            Status.WARNING,
+            "; ".join(problems + found),
+            details,
+            findings.remedies("check_gpu_visible"),
+        )
+    if found:
+        return Verdict(Status.OK, "; ".join(found), details)
+    return Verdict(Status.OK, "not needed: no framework here is a CUDA build")
+
+
+def _cudnn_text(version: object) -> str:
+    """PyTorch's ``cudnn.version()``: 90100 is 9.1.0, 8902 is 8.9.2."""
+    if not isinstance(version, int):
+        return str(version)
+    if version >= 10000:
+        return f"{version // 10000}.{version // 100 % 100}.{version % 100}"
+    return f"{version // 1000}.{version // 100 % 10}.{version % 100}"
 
 
 def _library_line(library: LoadedLibrary) -> str:

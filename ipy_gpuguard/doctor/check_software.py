@@ -17,14 +17,19 @@ _PACKAGES = (
 )
 #: Said to be missing when they are; DirectML is named only where it is installed.
 _NAMED_WHEN_MISSING = ("TensorFlow", "Keras", "PyTorch", "JAX")
-#: CUDA libraries from pip, which TensorFlow's Linux wheels load first.
+#: JAX's CUDA: a plugin package, with CUDA and cuDNN from pip's nvidia-* packages.
+JAX_CUDA_PLUGINS = ("jax-cuda12-plugin", "jax-cuda13-plugin", "jax-cuda11-plugin")
+#: CUDA from pip: the libraries TensorFlow's and PyTorch's Linux wheels load first, and JAX's.
 _PIP_CUDA = (
+    *JAX_CUDA_PLUGINS,
     "nvidia-cuda-runtime-cu12",
     "nvidia-cudnn-cu12",
     "nvidia-cuda-runtime-cu11",
     "nvidia-cudnn-cu11",
 )
 _DIRECTML = ("tensorflow-directml-plugin", "tensorflow-directml")
+#: The first TensorFlow built for NumPy 2.
+NUMPY_2_SINCE = (2, 18)
 
 
 def python_and_platform(findings: Findings) -> Verdict:
@@ -69,6 +74,8 @@ def packages(findings: Findings) -> Verdict:
     return Verdict(Status.OK, found, tuple(details))
 
 
+#: The frameworks Keras 3 runs on besides TensorFlow: with one of them, TensorFlow is optional.
+_OTHER_BACKENDS = (("torch", "PyTorch"), ("jax", "JAX"))
 #: Said once, in the build's row, when TensorFlow is not installed; its other rows are left out.
 NOT_INSTALLED = (
     "TensorFlow is not installed; its GPU build installs with pip install "
@@ -80,9 +87,11 @@ def tensorflow_build(findings: Findings) -> Verdict:
     installed = findings.installed("tensorflow")
     if installed is None:
         version_of = findings.machine.version_of
-        others = [name for name in ("torch", "jax") if version_of(name) is not None]
-        if others:  # Keras runs on these as well: nothing is wrong
-            return Verdict(Status.OK, f"{NOT_INSTALLED}; Keras also runs on {' and '.join(others)}")
+        others = [label for name, label in _OTHER_BACKENDS if version_of(name) is not None]
+        if others:  # Keras runs on these as well: nothing is wrong, nothing to install
+            return Verdict(
+                Status.OK, f"not installed, and not needed: Keras runs on {' and '.join(others)}"
+            )
         return Verdict(Status.WARNING, NOT_INSTALLED)
     view = findings.tensorflow
     assert view is not None
@@ -93,6 +102,15 @@ def tensorflow_build(findings: Findings) -> Verdict:
             view.messages,
         )
     name = f"TensorFlow {view.version or installed[1]} ({installed[0]})"
+    numpy = _numpy_2_under_numpy_1_build(findings)
+    if view.import_error is not None and numpy is not None:
+        return Verdict(
+            Status.PROBLEM,
+            f"import tensorflow fails: {name} was built for NumPy 1, and NumPy {numpy} is "
+            f"installed ({view.import_error})",
+            view.messages,
+            findings.remedies("numpy_1_for_tensorflow"),
+        )
     if view.import_error is not None:
         library = any(word in view.import_error for word in (".so", ".dll", "DLL load"))
         return Verdict(
@@ -184,6 +202,18 @@ def tensorflow_uses_gpu(findings: Findings) -> Verdict | None:
 def _directml_plugin(findings: Findings) -> str | None:
     """The DirectML package that gives a CPU build of TensorFlow its GPUs, if installed."""
     return next((name for name in _DIRECTML if findings.machine.version_of(name)), None)
+
+
+def _numpy_2_under_numpy_1_build(findings: Findings) -> str | None:
+    """The NumPy 2 version installed under a TensorFlow built for NumPy 1 (before 2.18), if so.
+    Such a TensorFlow fails to import in ways that never name the versions (``_ARRAY_API not
+    found``, ``Unable to convert function return value``), so the versions decide."""
+    numpy = findings.machine.version_of("numpy")
+    release = version_tuple(findings.tensorflow_version or "") or ()
+    numpy_release = version_tuple(numpy or "") or ()
+    if numpy_release[:1] >= (2,) and release[:2] < NUMPY_2_SINCE:
+        return numpy
+    return None
 
 
 def _why_cpu_only(findings: Findings, distribution: str) -> str:

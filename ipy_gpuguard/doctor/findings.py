@@ -157,6 +157,9 @@ class Findings:
         visible = self.machine.environ.get("CUDA_VISIBLE_DEVICES")
         if visible is not None:
             fields["cuda_visible_devices"] = repr(visible)
+        plugin = self.machine.version_of("tensorflow-directml-plugin")
+        if plugin is not None:  # its tensorflow-cpu must stay (remedies.for_this_stack)
+            fields["directml_plugin"] = f"tensorflow-directml-plugin {plugin}"
         return fields
 
 

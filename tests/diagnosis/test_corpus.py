@@ -10,12 +10,18 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
+import ipy_gpuguard.doctor
 from ipy_gpuguard.diagnosis import LIKELY_RULES, REMEDIES, RULES, Context, Kind, diagnose
+from ipy_gpuguard.diagnosis.remedies import for_this_stack
 
 from .corpus import AFTER_WATCHDOG, CASES, DEVELOPMENT, HELD_OUT, score
+
+#: The doctor names some remedies itself (a NumPy that its TensorFlow was not built for).
+DOCTOR_SOURCES = Path(ipy_gpuguard.doctor.__file__).parent
 
 ALL_RULES = (*RULES, *LIKELY_RULES)
 NEGATIVES = [case for case in CASES if case.expected_rule == "unknown"]
@@ -119,4 +125,8 @@ def test_every_remedy_is_used_by_a_rule_or_a_cause_of_death():
 
     used = {remedy for rule in ALL_RULES for remedy in rule.remedies}
     used |= {remedy for death in DEATHS.values() for remedy in death.remedies}
+    stacks = ({"tensorflow_version": "2.10.1"}, {"directml_plugin": "tensorflow-directml-plugin"})
+    used |= {for_this_stack(remedy, fields) for remedy in used for fields in stacks}
+    doctor = "".join(path.read_text() for path in DOCTOR_SOURCES.glob("*.py"))
+    used |= {remedy for remedy in REMEDIES if f'"{remedy}"' in doctor}
     assert set(REMEDIES) == used

@@ -195,8 +195,13 @@ def test_mismatch_remedies_name_the_versions_tensorflow_was_built_for():
     assert diagnosis.facts["found_version"] == "8.0.4"
     assert diagnosis.facts["expected_version"] == "8.1.0"
     install = diagnosis.remedies[0]
-    assert install.id == "install_matching_libraries"
-    assert "TensorFlow 2.10.1 was built with CUDA 11.2 and cuDNN 8.1." in install.steps[0]
+    # Issue 24: TensorFlow 2.10 has no tensorflow[and-cuda] extra to install them with.
+    assert install.id == "install_matching_libraries_before_2_14"
+    assert "TensorFlow 2.10.1 was built with CUDA 11.2 and cuDNN 8.1: install those" in (
+        install.steps[0]
+    )
+    assert "cudatoolkit=11.2 cudnn=8.1" in install.steps[0]
+    assert "and-cuda" not in " ".join(install.steps)
 
 
 def test_an_oom_on_a_simulated_gpu_says_what_the_simulation_stands_for():

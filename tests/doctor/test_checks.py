@@ -389,21 +389,21 @@ def test_two_tensorflow_packages_installed_together_is_a_warning():
     assert packages.verdict.found.startswith("tensorflow and tensorflow-cpu are all installed")
 
 
-def test_no_tensorflow_is_said_once_with_its_gpu_build_and_no_child_is_started():
-    """Issue 14, 25: a warning with the CPU-only remedy, and a row about TensorFlow's BFC."""
+def test_a_pytorch_user_is_not_told_to_install_tensorflow_and_no_child_imports_it():
+    """Issue 14, 25, 24: Keras runs on PyTorch, so no TensorFlow is needed, and none is advised."""
     started = []
     report = run_doctor(
         machine(versions={"torch": "2.13.0"}, read_framework=started.append, tensorflow=None)
     )
     build = report.check("tensorflow_build")
-    assert build.status is Status.OK  # Keras runs on PyTorch: nothing is wrong
-    assert build.verdict.found.startswith("TensorFlow is not installed; its GPU build installs")
-    assert "pip install 'tensorflow[and-cuda]'" in build.verdict.found
+    assert build.status is Status.OK
+    assert build.verdict.found == "not installed, and not needed: Keras runs on PyTorch"
     assert build.verdict.remedies == ()
     ids = [check.id for check in report.checks]
     assert "tensorflow_gpu" not in ids
     assert "memory_settings" not in ids
-    assert sum("TensorFlow is not installed" in c.verdict.found for c in report.checks) == 1
+    said = " ".join(c.verdict.found + " ".join(c.verdict.details) + steps(c) for c in report.checks)
+    assert "pip install 'tensorflow" not in said
     assert started == ["torch"]  # PyTorch's GPUs are read; TensorFlow is never imported
 
 
@@ -449,3 +449,140 @@ def test_a_check_that_raises_becomes_could_not_check():
     assert report.check("faulty").status is Status.UNKNOWN
     assert report.check("faulty").verdict.found == "the check raised KeyError: 'cuda_version'"
     assert report.check("python").status is Status.OK
+
+
+def framework_views(**views: FrameworkView):
+    """The reader of a machine whose frameworks in a child saw ``views``."""
+    return lambda framework: views[framework]
+
+
+def test_numpy_2_under_a_tensorflow_built_for_numpy_1_is_named_as_the_cause():
+    """Issue 24: TensorFlow 2.10 with the NumPy 2 pip picks by default fails to import."""
+    broken = FrameworkView("tensorflow", import_error="AttributeError: _ARRAY_API not found")
+    versions = {"tensorflow-cpu": "2.10.1", "numpy": "2.0.2", "tensorflow-directml-plugin": "0.4.0"}
+    build = run_doctor(machine(versions=versions, tensorflow=broken)).check("tensorflow_build")
+    assert build.status is Status.PROBLEM
+    assert build.verdict.found == (
+        "import tensorflow fails: TensorFlow 2.10.1 (tensorflow-cpu) was built for NumPy 1, and "
+        "NumPy 2.0.2 is installed (AttributeError: _ARRAY_API not found)"
+    )
+    assert remedy_ids(build) == ["numpy_1_for_tensorflow"]
+    assert "pip install 'numpy<2'" in steps(build)
+    assert "uninstall" not in steps(build)
+
+
+def test_numpy_2_is_not_blamed_under_a_tensorflow_built_for_it():
+    broken = FrameworkView("tensorflow", import_error="ImportError: libcudnn.so.9: cannot open")
+    versions = {"tensorflow": "2.18.0", "numpy": "2.1.0"}
+    build = run_doctor(machine(versions=versions, tensorflow=broken)).check("tensorflow_build")
+    assert remedy_ids(build) == ["install_matching_libraries"]
+
+
+@pytest.mark.parametrize(
+    ("release", "remedy", "advised", "never"),
+    [
+        (
+            "2.13.1",
+            "install_gpu_tensorflow_before_2_14",
+            "pip install 'tensorflow==2.13.1'",
+            "[and-cuda]==",
+        ),
+        ("2.14.0", "install_gpu_tensorflow", "pip install 'tensorflow[and-cuda]==2.14.0'", "conda"),
+    ],
+)
+def test_and_cuda_is_advised_only_where_tensorflow_has_it(release, remedy, advised, never):
+    """Issue 24: ``tensorflow[and-cuda]`` exists from TensorFlow 2.14 on."""
+    cpu_build = {"is_cuda_build": False, "is_rocm_build": False}
+    view = tensorflow_view(version=release, build=cpu_build, gpus=())
+    report = run_doctor(machine(versions={"tensorflow-cpu": release}, tensorflow=view))
+    uses_gpu = report.check("tensorflow_gpu")
+    assert remedy_ids(uses_gpu) == [remedy]
+    assert advised in steps(uses_gpu)
+    assert never not in steps(uses_gpu)
+
+
+def test_libraries_for_a_tensorflow_before_2_14_are_installed_without_and_cuda():
+    build = {**CUDA_BUILD_211, "cudnn_version": "8"}  # Linux builds say the major alone
+    view = tensorflow_view(version="2.11.1", build=build)
+    report = run_doctor(machine(versions={"tensorflow": "2.11.1"}, tensorflow=view))
+    libraries = report.check("cuda_libraries")
+    assert libraries.status is Status.PROBLEM  # the machine's CUDA 12 is not the build's 11.2
+    assert remedy_ids(libraries) == ["install_matching_libraries_before_2_14"]
+    assert "conda install -c conda-forge cudatoolkit=11.2 cudnn=8.1" in steps(libraries)
+    assert "and-cuda" not in steps(libraries)
+
+
+CUDA_BUILD_211 = {"is_cuda_build": True, "is_rocm_build": False, "cuda_version": "11.2"}
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        FrameworkView("tensorflow", import_error="ImportError: DLL load failed: the module"),
+        FrameworkView("tensorflow", import_error="ModuleNotFoundError: No module named 'x'"),
+    ],
+)
+def test_directmls_tensorflow_cpu_is_never_advised_away(view):
+    """Issue 24: tensorflow-directml-plugin runs on tensorflow-cpu 2.10 and nothing else."""
+    versions = {
+        "tensorflow-cpu": "2.10.1",
+        "tensorflow": "2.10.1",
+        "numpy": "1.26.4",
+        "tensorflow-directml-plugin": "0.4.0",
+    }
+    report = run_doctor(machine(platform="win32", versions=versions, tensorflow=view))
+    advised = " ".join(steps(check) for check in report.checks)
+    assert "uninstall -y tensorflow-cpu" not in advised
+    assert "'tensorflow-cpu==2.10.0'" in steps(report.check("packages"))
+
+
+def test_pytorchs_cuda_wheel_is_checked_against_the_driver_and_its_libraries():
+    """Issue 24: PyTorch's CUDA wheel brings its CUDA; the doctor says what it loaded."""
+    torch = FrameworkView(
+        "torch",
+        version="2.5.1+cu124",
+        build={"cuda_version": "12.4", "cudnn_version": 90100, "is_cuda_build": True},
+        gpus=("cuda:0 (NVIDIA A100-SXM4-80GB)",),
+    )
+    old_driver = make_fake_nvml([FakeGpu()], cuda_driver=11080)
+    report = run_doctor(
+        machine(
+            versions={"torch": "2.5.1"},
+            tensorflow=None,
+            nvml=old_driver,
+            read_framework=framework_views(torch=torch),
+        )
+    )
+    libraries = report.check("cuda_libraries")
+    assert libraries.status is Status.OK
+    assert libraries.verdict.found == "PyTorch 2.5.1+cu124 loads CUDA 12.4 and cuDNN 9.1.0"
+    driver = report.check("driver")
+    assert driver.status is Status.PROBLEM
+    assert "PyTorch 2.5.1+cu124 was built with CUDA 12.4, which this driver cannot run" in (
+        driver.verdict.found
+    )
+    assert "CUDA 12.4 needs driver" in steps(driver)
+
+
+@pytest.mark.parametrize(
+    ("backend", "status", "found"),
+    [
+        ("gpu", Status.OK, "JAX 0.4.35 runs on the GPU with jax-cuda12-plugin 0.4.35"),
+        (
+            "cpu",
+            Status.WARNING,
+            "jax-cuda12-plugin 0.4.35 is installed, but JAX 0.4.35 runs on the cpu",
+        ),
+    ],
+)
+def test_jaxs_cuda_plugin_is_checked_without_tensorflow(backend, status, found):
+    jax = FrameworkView("jax", version="0.4.35", build={"backend": backend})
+    versions = {"jax": "0.4.35", "jax-cuda12-plugin": "0.4.35"}
+    report = run_doctor(
+        machine(versions=versions, tensorflow=None, read_framework=framework_views(jax=jax))
+    )
+    libraries = report.check("cuda_libraries")
+    assert (libraries.status, libraries.verdict.found) == (status, found)
+    assert report.check("tensorflow_build").verdict.found == (
+        "not installed, and not needed: Keras runs on JAX"
+    )
