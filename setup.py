@@ -96,6 +96,7 @@ setup(
         "lazy_loader>=0.4",
         "jupyter_server>=2.0",
         "jsonschema>=4.18",
+        "filelock>=3.20.1",  # the batch-size memory's lock, on Windows too; 3.20.1 follows no link
     ],
     entry_points={"console_scripts": ["ipy-gpuguard = ipy_gpuguard.cli:main"]},
     # No framework extra: the guard works with the TensorFlow, Keras, JAX or PyTorch already

@@ -10,9 +10,11 @@ A file the guard creates is its owner's alone (0600).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
+import time
 from pathlib import Path
 
 #: Open without following a final link, and without waiting on a FIFO (none on Windows).
@@ -65,3 +67,30 @@ def readable_by_others(handle: int) -> bool:
 def os_reason(error: OSError) -> str:
     """An ``OSError`` in words, without the path it names (a refusal sent to a client)."""
     return error.strerror or type(error).__name__
+
+
+#: How often a replace refused by Windows is tried again, and the pause between tries.
+REPLACE_ATTEMPTS = 5
+REPLACE_PAUSE_S = 0.05
+
+
+def replace_atomically(temporary: str, path: Path) -> None:
+    """Move the written ``temporary`` file over ``path``; the temporary never stays behind.
+
+    On Windows a replace fails (``PermissionError``) while another process has ``path`` open,
+    as the server has a kernel's state file while it reads it, for the moment of a read: the
+    replace is tried again a few times. Anything else, or a refusal that lasts, is raised.
+    """
+    try:
+        for attempt in range(REPLACE_ATTEMPTS):
+            try:
+                os.replace(temporary, path)
+                return
+            except PermissionError:
+                if attempt == REPLACE_ATTEMPTS - 1:
+                    raise
+                time.sleep(REPLACE_PAUSE_S)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

@@ -4,13 +4,15 @@ A cell is known by a hash of its source with the batch literal blanked (and with
 ``%%gpuguard`` line), so the entry survives the rewrite that made it fit; the device by the
 memory of the watched GPUs, since the same cell fits differently on a 16 GiB card. The file is
 one small JSON object, rewritten whole through a temporary file so a crash never leaves half,
-under a lock so that two kernels remembering at once lose nothing, readable by its owner only.
+under a lock (``filelock``: Unix and Windows alike) so that two kernels remembering at once
+lose nothing, readable by its owner only.
 A file that cannot be written costs one warning line: the retry's result stands.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -20,12 +22,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..protocol.files import open_regular, read_regular
+import filelock
 
-try:
-    import fcntl
-except ImportError:  # Windows: one process at a time, as before
-    fcntl = None  # type: ignore[assignment]
+from ..protocol.files import NotARegularFile, read_regular, replace_atomically
 
 #: Entries kept; the oldest go first.
 MAX_ENTRIES = 500
@@ -99,26 +98,33 @@ class BatchMemory:
         }
         kept = dict(list(entries.items())[-MAX_ENTRIES:])
         handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".batch_sizes-")
-        try:  # mkstemp's file is the owner's alone (0600), and so is the file it replaces
+        # mkstemp's file is the owner's alone (0600), and so is the file it replaces.
+        try:
             with os.fdopen(handle, "w", encoding="utf-8") as file:
                 json.dump(kept, file, indent=1)
-            os.replace(temporary, self.path)
         except BaseException:
             os.unlink(temporary)
             raise
+        replace_atomically(temporary, self.path)
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        """Hold the lock file beside the memory while reading and rewriting it."""
-        if fcntl is None:
-            yield
-            return
-        lock = open_regular(self.path.with_name(self.path.name + ".lock"), os.O_CREAT | os.O_RDWR)
+        """Hold the lock file beside the memory while reading and rewriting it: ``filelock``
+        locks with ``flock`` on Unix and ``LockFileEx`` on Windows, and opens the lock without
+        following a link."""
+        lock = filelock.FileLock(self.path.with_name(self.path.name + ".lock"), mode=0o600)
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+            lock.acquire()
+        except OSError as error:
+            if error.errno in (errno.ELOOP, errno.EMLINK):  # EMLINK: FreeBSD's word for a link
+                raise NotARegularFile(
+                    error.errno, "a link, which the guard does not follow"
+                ) from None
+            raise
+        try:
             yield
         finally:
-            os.close(lock)  # closing releases the lock
+            lock.release()
 
     def _read(self) -> dict[str, object]:
         """The entries; none where the file is absent, not a regular file (a link, a FIFO that

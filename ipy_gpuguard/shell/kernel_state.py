@@ -24,7 +24,7 @@ from pathlib import Path
 import psutil
 
 from ..protocol import DeviceState, KernelState, RunningCell, to_json
-from ..protocol.files import read_regular
+from ..protocol.files import read_regular, replace_atomically
 from ..protocol.state import MAX_STATE_BYTES
 from ..telemetry import DeviceInfo, Sample
 from ..watchdog import ProgressSnapshot
@@ -151,10 +151,14 @@ class KernelStateFile:
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as file:
                 file.write(text)
-            os.replace(temporary, self.path)
         except OSError as error:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)  # a full disk leaves no empty file per write
+            self._warn(error)
+            return
+        try:
+            replace_atomically(temporary, self.path)  # removes the temporary when it fails
+        except OSError as error:
             self._warn(error)
 
     def _warn(self, error: OSError) -> None:

@@ -197,8 +197,9 @@ def test_mismatch_remedies_name_the_versions_tensorflow_was_built_for():
     install = diagnosis.remedies[0]
     # Issue 24: TensorFlow 2.10 has no tensorflow[and-cuda] extra to install them with.
     assert install.id == "install_matching_libraries_before_2_14"
-    assert "TensorFlow 2.10.1 was built with CUDA 11.2 and cuDNN 8.1: install those" in (
-        install.steps[0]
+    assert (
+        "TensorFlow 2.10.1 was built with CUDA 11.2 and cuDNN 8.1: install those"
+        in (install.steps[0])
     )
     assert "cudatoolkit=11.2 cudnn=8.1" in install.steps[0]
     assert "and-cuda" not in " ".join(install.steps)
