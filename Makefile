@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 LAB_BUILT := ipy_gpuguard/labextension/package.json
 LAB_SOURCES := $(wildcard labextension/src/*.ts labextension/style/*) labextension/package.json labextension/yarn.lock
 
-.PHONY: demo test lint lab bench clean
+.PHONY: demo test stacks chromium lint lab bench clean
 
 $(VENV)/.installed: setup.py pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,9 +32,22 @@ demo: $(VENV)/.installed $(LAB_BUILT)
 
 ## Run the tests (the GPU-only ones run with `pytest -m gpu` on a machine with a GPU): the lab
 ## extension's pure TypeScript (node's test runner), then the Python, kernel and browser tests.
-test: $(VENV)/.installed $(LAB_BUILT)
+test: $(VENV)/.installed $(LAB_BUILT) chromium
 	cd labextension && jlpm test
 	$(PY) -m pytest
+
+## Debian's Chromium for the browser tests (Playwright cannot download its own browser here),
+## installed where this user can (root, or sudo); elsewhere the browser tests say what to install.
+chromium:
+	@command -v $${GPUGUARD_CHROMIUM:-chromium} >/dev/null || { \
+	  sudo=$$(command -v sudo || true); \
+	  $$sudo apt-get install -y -q chromium fonts-dejavu-core \
+	  || { $$sudo apt-get update -q && $$sudo apt-get install -y -q chromium fonts-dejavu-core; } \
+	  || echo "make: could not install Chromium; the browser tests need it (apt-get install chromium)"; }
+
+## The stacks our users train on, each in a venv of its own under build/stacks, in a real kernel.
+stacks: $(VENV)/.installed $(LAB_BUILT)
+	$(PY) -m pytest -m stack tests/stacks
 
 ## Lint and type-check: ruff and mypy, and eslint and prettier on the lab extension.
 lint: $(VENV)/.installed

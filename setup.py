@@ -1,5 +1,6 @@
 """Packaging for ipy_gpuguard. Tool configuration lives in pyproject.toml."""
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,8 +12,9 @@ HERE = Path(__file__).parent
 #: Where `jlpm build:prod` puts the lab extension (labextension/package.json's outputDir).
 LAB_BUILD = HERE / "ipy_gpuguard" / "labextension"
 LAB_SHARE = "share/jupyter/labextensions/ipy-gpuguard"
-version: dict[str, str] = {}
-exec((HERE / "ipy_gpuguard" / "_version.py").read_text(), version)
+#: The one source of the version, for npm and Python alike (as JupyterLab's extension template
+#: has it): the lab extension's package.json.
+VERSION = json.loads((HERE / "labextension" / "package.json").read_text())["version"]
 
 TEST = [
     "pytest>=8",
@@ -72,7 +74,7 @@ SERVER_CONFIG = [
 
 setup(
     name="ipy_gpuguard",
-    version=version["__version__"],
+    version=VERSION,
     description="Guard TensorFlow/Keras training cells on GPUs in Jupyter: live memory, diagnosis, one-click fixes",
     long_description=(HERE / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",

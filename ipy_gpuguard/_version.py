@@ -1,1 +1,5 @@
-__version__ = "0.1.0"
+"""The installed version, whose one source is labextension/package.json (see setup.py)."""
+
+from importlib import metadata
+
+__version__ = metadata.version("ipy_gpuguard")

@@ -3,13 +3,17 @@ extension and the server extension's config, and Jupyter lists both as enabled."
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+
+import ipy_gpuguard._version
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -74,6 +78,17 @@ def test_the_wheel_carries_the_license_its_metadata_names(wheel):
     text = archive.read(metadata).decode()
     assert "Programming Language :: Python :: 3.10" in text
     assert "Framework :: Jupyter :: JupyterLab :: Extensions :: Prebuilt" in text
+
+
+def test_python_and_the_lab_extension_have_one_version(wheel):
+    """Issue 24 item 10: the version was kept by hand in _version.py and package.json."""
+    archive = zipfile.ZipFile(wheel)
+    (metadata,) = [name for name in archive.namelist() if name.endswith(".dist-info/METADATA")]
+    version = re.search(r"^Version: (\S+)$", archive.read(metadata).decode(), re.MULTILINE)
+    (lab,) = [name for name in archive.namelist() if name.endswith("ipy-gpuguard/package.json")]
+    assert version is not None
+    assert json.loads(archive.read(lab))["version"] == version.group(1)
+    assert ipy_gpuguard._version.__version__ == version.group(1)
 
 
 def test_jupyter_lists_both_extensions_enabled_once_installed(wheel, tmp_path):

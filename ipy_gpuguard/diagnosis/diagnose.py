@@ -59,7 +59,7 @@ def diagnose(error: BaseException | str, context: Context | None = None) -> Diag
     return Diagnosis(
         rule_id=rule.id,
         kind=rule.kind,
-        title=fill(rule.title, {**facts, "memory_of": "CPU" if _on_cpu(facts) else "GPU"}),
+        title=fill(rule.title, {**facts, "memory_of": "CPU" if _on_cpu(facts, context) else "GPU"}),
         summary=fill(rule.summary, facts),
         facts=facts,
         remedies=_remedies(rule, facts, context),
@@ -162,7 +162,9 @@ def _settings_evidence(rule: Rule, context: Context) -> list[str]:
 def _remedies(rule: Rule, facts: dict[str, FactValue], context: Context) -> tuple[Remedy, ...]:
     fields = {**facts, **_template_fields(facts, context)}
     order = [
-        remedy for remedy in rule.remedies if not (_on_cpu(facts) and remedy in GPU_ONLY_REMEDIES)
+        remedy
+        for remedy in rule.remedies
+        if not (_on_cpu(facts, context) and remedy in GPU_ONLY_REMEDIES)
     ]
     if "other_processes" in fields and "stale_process" in order:
         order.remove("stale_process")
@@ -184,10 +186,13 @@ def _follow_the_stall(order: list[str], state: str | None) -> list[str]:
     return order
 
 
-def _on_cpu(facts: Mapping[str, FactValue]) -> bool:
-    """The failure was on the CPU (a simulated GPU's demo, or a CPU-only run)."""
+def _on_cpu(facts: Mapping[str, FactValue], context: Context) -> bool:
+    """The failure was on the CPU: the error names it (a CPU-only run), or it names no device
+    (XLA's, JAX's) and every GPU watched is simulated, standing for the CPU's memory."""
     device = facts.get("device")
-    return isinstance(device, str) and device.startswith("CPU")
+    if isinstance(device, str):
+        return device.startswith("CPU")
+    return bool(context.devices) and all(memory.simulated for memory in context.devices)
 
 
 def _template_fields(facts: dict[str, FactValue], context: Context) -> dict[str, FactValue]:

@@ -33,6 +33,7 @@ from .options import (
     check_timeout,
     parse_device_list,
 )
+from .pending_work import SURFACED, pending_error
 
 if TYPE_CHECKING:
     from ..retry import RunOutcome
@@ -359,6 +360,8 @@ class GPUGuardMagics(Magics):
         if self._session is None:
             return  # no guarded cell has started
         raised = getattr(result, "error_in_exec", None)
+        if raised is None and self.session.guards(depth):
+            raised = self._surface_pending_work(result)
         ended_with = type(raised).__name__ if raised is not None else None
         with held_interrupt() as interrupted:
             finished = _guard_failure_in_one_line(
@@ -406,6 +409,17 @@ class GPUGuardMagics(Magics):
                     result.error_in_exec = None
         outcome = "error" if result.error_in_exec is not None else "fixed" if error else "ok"
         _guard_failure_in_one_line("finish", lambda: self.session.ended(outcome, rule_id))
+
+    def _surface_pending_work(self, result: Any) -> BaseException | None:
+        """Fail the cell with the error of work it dispatched asynchronously, shown as the
+        framework raised it (no frame of the guard's: the cell's lines had all returned)."""
+        pending = pending_error()
+        if pending is not None:
+            assert self.shell is not None
+            print(SURFACED, file=sys.stderr)
+            self.shell.showtraceback((type(pending), pending, None))
+            result.error_in_exec = pending
+        return pending
 
     def _retry(self, value: str | None) -> None:
         if value is not None and value != "max" and not (value.isdigit() and int(value) > 0):

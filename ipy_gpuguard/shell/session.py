@@ -187,6 +187,10 @@ class GuardSession:
         """Whether the cell running now is a retry's attempt, whose driver reads how it ended."""
         return self._recording is not None
 
+    def guards(self, key: int) -> bool:
+        """Whether the cell at nesting depth ``key`` is the guarded one."""
+        return self._active is not None and self._active[0] == key
+
     def guarding_outside(self, key: int) -> bool:
         """Whether a cell at nesting depth ``key`` runs inside a guarded cell: one guard
         watches one cell at a time, the outermost."""

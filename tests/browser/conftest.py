@@ -59,17 +59,20 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    yield from _serve_lab(tmp_path_factory.mktemp("lab"))
+    yield from serve_lab(tmp_path_factory.mktemp("lab"))
 
 
 @pytest.fixture(scope="session")
 def lab_without_extension(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """JupyterLab with ipy-gpuguard's lab extension disabled, as VS Code or Colab render a
     notebook: widgets and HTML, no card renderer."""
-    yield from _serve_lab(tmp_path_factory.mktemp("lab-without"), disabled=("ipy-gpuguard",))
+    yield from serve_lab(tmp_path_factory.mktemp("lab-without"), disabled=("ipy-gpuguard",))
 
 
-def _serve_lab(root: Path, disabled: tuple[str, ...] = ()) -> Iterator[Lab]:
+def serve_lab(
+    root: Path, disabled: tuple[str, ...] = (), python: Path = Path(sys.executable)
+) -> Iterator[Lab]:
+    """JupyterLab of ``python``'s environment (this one by default) on a free port."""
     dirs = {name: root / name for name in ("config", "data", "runtime", "settings", "workspaces")}
     for folder in dirs.values():
         folder.mkdir()
@@ -102,7 +105,7 @@ def _serve_lab(root: Path, disabled: tuple[str, ...] = ()) -> Iterator[Lab]:
     log = (root / "lab.log").open("w")
     process = subprocess.Popen(
         [
-            sys.executable, "-m", "jupyterlab",
+            str(python), "-m", "jupyterlab",
             "--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={port}",
             f"--IdentityProvider.token={token}",
             f"--ServerApp.root_dir={notebooks}",

@@ -1,0 +1,148 @@
+"""Each stack our users train on, in its own venv, in a real kernel: the extension loads, a
+guarded ``fit`` has its steps counted, a real out-of-memory error gives a card, ``%gpuguard
+retry`` ends fixed, and the doctor runs; and installing the project changes no framework.
+
+Deselected by default (each venv downloads a framework): ``make stacks`` runs them, as
+``.ci/run`` does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+
+from ipy_gpuguard.protocol import CARD_MIME
+
+from ..kernel.client import Execution, execute
+from .venvs import STACKS, Stack, venv, would_install
+
+pytestmark = pytest.mark.stack
+
+SAMPLES, FITTING, LIMIT = 256, 32, 100
+
+
+@contextmanager
+def stack_kernel(stack: Stack, interpreter: Path, data_dir: Path) -> Iterator[Any]:
+    """A kernel of the stack's Python, on a simulated 8 GiB GPU, the extension loaded."""
+    kernels = stack.folder / "kernels"
+    spec = kernels / stack.name / "kernel.json"
+    spec.parent.mkdir(parents=True, exist_ok=True)
+    argv = [str(interpreter), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    spec.write_text(json.dumps({"argv": argv, "display_name": stack.name, "language": "python"}))
+    environment = {
+        **{name: value for name, value in os.environ.items() if name != "PYTHONPATH"},
+        "GPUGUARD_SIMULATE": "8GiB",
+        "TF_ENABLE_ONEDNN_OPTS": "0",
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        "JUPYTER_DATA_DIR": str(data_dir),
+        **stack.environment,
+    }
+    manager = KernelManager(
+        kernel_name=stack.name, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)])
+    )
+    manager.start_kernel(env=environment)
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=120)
+        loaded = execute(client, "%load_ext ipy_gpuguard")
+        assert loaded.status == "ok", text_of(loaded)
+        yield client
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def cliff_cell(stack: Stack, batch_size: int) -> str:
+    """A ``fit`` with a real out-of-memory error above ``LIMIT`` samples: a layer asks for
+    4 TiB per sample beyond it, written with the stack's own Keras."""
+    if stack.keras == "keras":
+        held = (
+            "extra = keras.ops.maximum(keras.ops.shape(x)[0] - self.limit, 0)\n"
+            "        return x + keras.ops.sum(keras.random.uniform((extra, 2**20, 2**20))) * 0"
+        )
+        imports = "import keras"
+    else:
+        held = (
+            "extra = tf.maximum(tf.shape(x)[0] - self.limit, 0)\n"
+            "        return x + tf.reduce_sum(tf.random.uniform((extra, 2**20, 2**20))) * 0"
+        )
+        imports = "import tensorflow as tf\nfrom tensorflow import keras"
+    return f"""%%gpuguard
+{imports}
+import numpy as np
+
+class MemoryHog(keras.layers.Layer):
+    def __init__(self, limit, **kwargs):
+        super().__init__(**kwargs)
+        self.limit = limit
+
+    def call(self, x):
+        {held}
+
+model = keras.Sequential([keras.Input((16,)), MemoryHog({LIMIT}), keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse")
+x = np.zeros(({SAMPLES}, 16), "float32")
+y = np.zeros(({SAMPLES}, 1), "float32")
+history = model.fit(x, y, batch_size={batch_size}, epochs=1, verbose=0)
+"""
+
+
+def text_of(execution: Execution) -> str:
+    """Everything the cell showed, as text: streams, displays and widget states."""
+    parts = []
+    for message in execution.iopub:
+        content = message["content"]
+        parts.append(content.get("text", ""))
+        parts += [str(value) for value in content.get("data", {}).values()]
+        parts += content.get("traceback", [])
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize("stack", STACKS, ids=[stack.name for stack in STACKS])
+def test_the_guard_works_on_the_stack(stack, project, tmp_path):
+    interpreter = venv(stack, project)
+    with stack_kernel(stack, interpreter, tmp_path) as client:
+        fitted = execute(client, cliff_cell(stack, FITTING), timeout=300)
+        assert fitted.status == "ok", text_of(fitted)
+        steps = SAMPLES // FITTING
+        assert re.search(rf"\b{steps} steps\b", text_of(fitted)), text_of(fitted)
+
+        failed = execute(client, cliff_cell(stack, SAMPLES), timeout=300)
+        assert failed.status == "error"
+        cards = [
+            msg["content"]["data"][CARD_MIME]
+            for msg in failed.of_type("display_data")
+            if CARD_MIME in msg["content"]["data"]
+        ]
+        assert [card["kind"] for card in cards] == ["oom"], text_of(failed)
+
+        fixed = execute(client, "%gpuguard retry", timeout=300)
+        assert fixed.status == "ok", text_of(fixed)
+        assert "Fixed: batch size" in text_of(fixed)
+
+        doctor = execute(client, "%gpuguard doctor", timeout=300)
+        assert doctor.status == "ok", text_of(doctor)
+        assert "Traceback" not in text_of(doctor)
+        assert stack.installed in text_of(doctor)  # the kernel ran on the stack's own packages
+
+
+def test_installing_the_project_beside_tensorflow_2_10_changes_no_framework(project):
+    """Issue 24 item 1: ``[tensorflow]`` put TensorFlow 2.21, Keras 3 and NumPy 2 beside
+    TensorFlow 2.10."""
+    (stack,) = [stack for stack in STACKS if stack.name == "tf2.10-keras2"]
+    venv(stack, project)
+    installs = would_install(stack)
+    assert "ipy-gpuguard" in installs or "ipy_gpuguard" in installs
+    frameworks = {name for name in installs if name.startswith(("tensorflow", "keras", "tf-"))}
+    assert frameworks == set()
+    assert "numpy" not in installs
