@@ -136,3 +136,22 @@ def test_a_cell_that_imports_keras_itself_still_reports_steps(shell, monkeypatch
     )
     assert result.success
     assert last_run(shell).steps.snapshot().steps == 4
+
+
+def test_a_fit_right_after_the_cells_own_import_of_keras_reports_steps(shell, monkeypatch):
+    """Issue 24: a fit that began before the watchdog's next look went unwatched (on the JAX
+    stack, 0 steps of 8): the import itself now attaches the heartbeat."""
+    import sys
+
+    for name in [name for name in sys.modules if name == "keras" or name.startswith("keras.")]:
+        monkeypatch.delitem(sys.modules, name)
+    result = shell.run_cell(
+        "%%gpuguard --interval 30\n"  # the watchdog does not look again during the cell
+        "import numpy as np, keras\n"
+        "model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])\n"
+        "model.compile('sgd', 'mse')\n"
+        "model.fit(np.zeros((32, 4)), np.zeros((32, 1)), batch_size=8, verbose=0)"
+    )
+    assert result.success
+    assert last_run(shell).steps.snapshot().steps == 4
+    assert not any("AttachWhenImported" in type(finder).__name__ for finder in sys.meta_path)

@@ -7,6 +7,7 @@ warning TensorFlow logs at import never outranks the error the cell raised.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 from ..telemetry.units import format_bytes
@@ -20,6 +21,9 @@ from .model import Diagnosis, FactValue, Kind, Remedy
 from .remedies import GPU_ONLY_REMEDIES, STEP_TIMEOUT_REMEDIES, resolved
 from .report import ErrorLink, ErrorReport, report_from_exception, report_from_text
 from .rules import PLAIN_PYTHON_TYPES, RULES, Rule, first_match
+
+#: Words of an error that put it on a GPU although it names no device.
+_GPU_WORDS = re.compile(r"CUDA|GPU|ROCm|HIP|MPS|Metal|cuDNN|cuBLAS|NCCL", re.IGNORECASE)
 
 
 def diagnose(error: BaseException | str, context: Context | None = None) -> Diagnosis:
@@ -56,13 +60,14 @@ def diagnose(error: BaseException | str, context: Context | None = None) -> Diag
     if rule.kind is Kind.OUT_OF_MEMORY:
         evidence += memory_evidence(facts, context)
     evidence += _settings_evidence(rule, context)
+    on_cpu = _on_cpu(facts, context, matched)
     return Diagnosis(
         rule_id=rule.id,
         kind=rule.kind,
-        title=fill(rule.title, {**facts, "memory_of": "CPU" if _on_cpu(facts, context) else "GPU"}),
+        title=fill(rule.title, {**facts, "memory_of": "CPU" if on_cpu else "GPU"}),
         summary=fill(rule.summary, facts),
         facts=facts,
-        remedies=_remedies(rule, facts, context),
+        remedies=_remedies(rule, facts, context, on_cpu),
         evidence=tuple(evidence),
         matched=matched,
         error_type=report.error_type,
@@ -159,13 +164,11 @@ def _settings_evidence(rule: Rule, context: Context) -> list[str]:
     return lines
 
 
-def _remedies(rule: Rule, facts: dict[str, FactValue], context: Context) -> tuple[Remedy, ...]:
+def _remedies(
+    rule: Rule, facts: dict[str, FactValue], context: Context, on_cpu: bool
+) -> tuple[Remedy, ...]:
     fields = {**facts, **_template_fields(facts, context)}
-    order = [
-        remedy
-        for remedy in rule.remedies
-        if not (_on_cpu(facts, context) and remedy in GPU_ONLY_REMEDIES)
-    ]
+    order = [remedy for remedy in rule.remedies if not (on_cpu and remedy in GPU_ONLY_REMEDIES)]
     if "other_processes" in fields and "stale_process" in order:
         order.remove("stale_process")
         order.insert(0, "stale_process")  # nothing else helps while another process holds it
@@ -186,12 +189,15 @@ def _follow_the_stall(order: list[str], state: str | None) -> list[str]:
     return order
 
 
-def _on_cpu(facts: Mapping[str, FactValue], context: Context) -> bool:
-    """The failure was on the CPU: the error names it (a CPU-only run), or it names no device
-    (XLA's, JAX's) and every GPU watched is simulated, standing for the CPU's memory."""
+def _on_cpu(facts: Mapping[str, FactValue], context: Context, matched: str) -> bool:
+    """The failure was on the CPU: the error names it (a CPU-only run), or it names neither a
+    device nor a GPU's library (XLA's, JAX's messages) and every GPU watched is simulated,
+    standing for the CPU's memory."""
     device = facts.get("device")
     if isinstance(device, str):
         return device.startswith("CPU")
+    if _GPU_WORDS.search(matched):
+        return False
     return bool(context.devices) and all(memory.simulated for memory in context.devices)
 
 

@@ -93,6 +93,7 @@ class RetrySetup:
     remembered: Remembered | None = None
     memory: BatchMemory | None = None
     memory_key: str = ""
+    replicas: int = 1  # a tf.distribute strategy's, which split the batch evenly
     #: Whether the namespace held an object before the search (a generator a probe may use up).
     defined_before: Callable[[object], bool] = lambda value: False
 
@@ -240,7 +241,7 @@ class CellRetry:
         accumulation = setup.finding.accumulation
         settings = SearchSettings(
             start=setup.current_size,
-            min_batch=setup.min_batch,
+            min_batch=max(setup.min_batch, setup.replicas),
             margin=setup.margin,
             find_max=find_max,
             capacity_bytes=setup.capacity_bytes,
@@ -250,6 +251,7 @@ class CellRetry:
                 if setup.keep_effective_batch and accumulation is not None
                 else None
             ),
+            replicas=setup.replicas,
         )
         search = BatchSearch(settings)
         for trial in trials or [setup.first_trial]:

@@ -10,9 +10,9 @@ from typing import Any
 from ..diagnosis import Diagnosis
 from ..protocol import RetryOffer, RetryTarget
 from .attempts import CellRetry, RetrySetup, RunOutcome
-from .find import BatchFinding, find_batch_size
+from .find import find_batch_size
 from .frames import CellFrame
-from .memory import BatchMemory, Remembered, cell_key
+from .memory import BatchMemory, cell_key
 from .probe import FitProbe
 from .reruns import rerun_statements
 from .resolve import BatchTarget
@@ -46,6 +46,7 @@ def plan_retry(
     baseline_bytes: int | None,
     memory: BatchMemory | None,
     run: Callable[[Rewrite, FitProbe], RunOutcome],
+    replicas: int = 1,
 ) -> RetryRequest:
     """The retries of ``cell``: its batch size, the first size to try, what the card says.
 
@@ -58,6 +59,8 @@ def plan_retry(
         part of the remembered sizes' key.
     baseline_bytes
         The allocator's bytes before the cell: what memory must come back to between attempts.
+    replicas
+        The replicas a ``tf.distribute`` strategy split the failed ``fit``'s batch across.
     """
     fit_fraction = diagnosis.facts.get("fit_fraction")
     fraction = fit_fraction if isinstance(fit_fraction, float) else None
@@ -71,6 +74,7 @@ def plan_retry(
         baseline_bytes,
         memory,
         run,
+        replicas,
     )
     retry = request.retry
     if retry is None:
@@ -85,7 +89,7 @@ def plan_retry(
     offer = replace(
         request.offer,
         batch_size=step.size,
-        notes=_notes(retry.setup.finding, settings, retry.setup.remembered, current, step.size),
+        notes=_notes(retry.setup, settings, step.size),
         reruns=rerun_statements(cell, failing[0].line if failing else None),
     )
     return RetryRequest(retry, offer, settings)
@@ -116,6 +120,7 @@ def plan_search(
         baseline_bytes,
         memory,
         run,
+        fitted.replicas,
     )
     return replace(request, search_only=True)
 
@@ -130,6 +135,7 @@ def _request(
     baseline_bytes: int | None,
     memory: BatchMemory | None,
     run: Callable[[Rewrite, FitProbe], RunOutcome],
+    replicas: int,
 ) -> RetryRequest:
     """The cell's batch size and the retry that changes it, or why there is none."""
     finding = find_batch_size(cell, settings.batch_var, frames)
@@ -154,7 +160,7 @@ def _request(
         finding=finding,
         current_size=current,
         first_trial=first_trial(current),
-        capacity_bytes=sum(device_bytes) if device_bytes else None,
+        capacity_bytes=min(device_bytes) if device_bytes else None,
         baseline_bytes=baseline_bytes,
         min_batch=settings.min_batch,
         margin=settings.margin,
@@ -162,6 +168,7 @@ def _request(
         remembered=remembered,
         memory=memory,
         memory_key=key,
+        replicas=replicas,
         defined_before=lambda value: id(value) in before,
     )
     retry = CellRetry(setup, run, find_max=settings.find_max)
@@ -205,14 +212,15 @@ def _target(cell: str, target: BatchTarget) -> RetryTarget:
     return RetryTarget(target.name, target.use, literal.line, line_text, in_namespace=False)
 
 
-def _notes(
-    finding: BatchFinding,
-    settings: RetrySettings,
-    remembered: Remembered | None,
-    current: int,
-    size: int,
-) -> tuple[str, ...]:
+def _notes(setup: RetrySetup, settings: RetrySettings, size: int) -> tuple[str, ...]:
+    finding, remembered, current = setup.finding, setup.remembered, setup.current_size
     notes = []
+    if setup.replicas > 1:
+        notes.append(
+            f"The batch is split across {setup.replicas} replicas (tf.distribute): {current} "
+            f"is {current // setup.replicas} per replica, {size} is {size // setup.replicas}; "
+            f"every size tried is a multiple of {setup.replicas}."
+        )
     if remembered is not None and remembered.batch_size == size:
         notes.append(f"Batch size {size} fitted this cell on this device before (remembered).")
     if settings.keep_effective_batch and finding.accumulation is None:

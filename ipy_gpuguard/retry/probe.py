@@ -88,6 +88,14 @@ def _variables(optimizer: Any) -> list[Any]:
     return list(variables() if callable(variables) else variables)
 
 
+def replicas_of(model: Any) -> int:
+    """The replicas a ``tf.distribute`` strategy splits the model's batches across (1 without
+    one): under ``MirroredStrategy`` the batch in the cell is the global batch."""
+    strategy = getattr(model, "distribute_strategy", None)
+    replicas = getattr(strategy, "num_replicas_in_sync", 1)
+    return replicas if isinstance(replicas, int) and replicas > 1 else 1
+
+
 def forget_cached_validation(model: Any) -> None:
     """Drop the validation iterator Keras 3 on TensorFlow caches on the model during a ``fit``
     and deletes only when the ``fit`` completes: after a run that ended early it would serve
@@ -114,6 +122,7 @@ class FitProbe:
     consumed_input: str | None = None  # the type of a one-shot input of an earlier cell
     trained_earlier_model: bool = False  # a fit trained a model the namespace held before
     one_batch: bool = False  # a fit's epoch was one batch: the batch holds all the data
+    replicas: int = 1  # the most a fit's tf.distribute strategy split its batch across
 
     @property
     def ends_runs(self) -> bool:
@@ -128,6 +137,7 @@ class FitProbe:
     def fit_began(self, model: Any, fit_input: Any, epoch_steps: int | None) -> None:
         self.saw_fit = True
         self.one_batch = self.one_batch or epoch_steps == 1
+        self.replicas = max(self.replicas, replicas_of(model))
         self.trained_earlier_model = self.trained_earlier_model or self.defined_before(model)
         forget_cached_validation(model)
         if self.steps is None:

@@ -17,7 +17,8 @@ largest size that fitted is within ``margin`` of a size that failed, or of the m
 the last run is always at the size it returns, so the cell's variables are that run's.
 
 Sizes stay multiples of 8 where the first size was one (of 4, 2, 1 below 160, 80, 40, so that
-rounding costs at most 5%), and divisors of the effective batch when that must stay the same.
+rounding costs at most 5%), divisors of the effective batch when that must stay the same, and
+multiples of the replicas a ``tf.distribute`` strategy splits the batch across.
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ class Trial:
 
 @dataclass(frozen=True)
 class SearchSettings:
-    """How to search. ``effective_batch``: sizes must divide it (``--keep-effective-batch``)."""
+    """How to search. ``effective_batch``: sizes must divide it (``--keep-effective-batch``);
+    ``replicas``: sizes are multiples of it, the global batch of a ``tf.distribute`` strategy
+    being split evenly across its replicas."""
 
     start: int
     min_batch: int = 1
@@ -61,9 +64,11 @@ class SearchSettings:
     capacity_bytes: int | None = None
     remembered: int | None = None
     effective_batch: int | None = None
+    #: Replicas the batch is split across (``tf.distribute``): every size is a multiple.
+    replicas: int = 1
 
     def __post_init__(self) -> None:
-        if self.start < 1 or self.min_batch < 1:
+        if self.start < 1 or self.min_batch < 1 or self.replicas < 1:
             raise ValueError("batch sizes are positive numbers")
         if not 0 < self.margin < 1:
             raise ValueError(f"the margin is a fraction between 0 and 1, not {self.margin:g}")
@@ -155,7 +160,7 @@ class BatchSearch:
 
     def _up(self, lo: int, hi: int | None) -> Step | None:
         margin = self.settings.margin
-        if hi is not None and hi - lo <= max(margin * hi, _granule(lo, self._multiple_of_8)):
+        if hi is not None and hi - lo <= max(margin * hi, self._unit(lo)):
             return None
         if self._uses_the_device(lo) or self._holds_all_data(lo):
             return None
@@ -163,7 +168,7 @@ class BatchSearch:
         if proposal is not None and proposal <= lo:
             if points >= 2:
                 return None  # the model puts lo within the margin of the device's capacity
-            proposal = lo + _granule(lo, self._multiple_of_8)  # near capacity: one step up
+            proposal = lo + self._unit(lo)  # near capacity: one step up
         ceiling = MAX_BATCH_SIZE if hi is None else hi
         if proposal is not None:
             proposal = min(proposal, MAX_BATCH_SIZE, self._round_down(lo * MAX_JUMP_UP))
@@ -232,13 +237,23 @@ class BatchSearch:
     def _multiple_of_8(self) -> bool:
         return self.settings.start % 8 == 0
 
+    def _unit(self, size: int) -> int:
+        """What sizes near ``size`` are multiples of: the granule, and the replicas."""
+        return math.lcm(_granule(size, self._multiple_of_8), self.settings.replicas)
+
     def _round_down(self, size: float) -> int:
+        replicas = self.settings.replicas
         whole = max(math.floor(size), 1)
         effective = self.settings.effective_batch
         if effective is not None:
-            return max(d for d in range(1, min(whole, effective) + 1) if effective % d == 0)
-        granule = _granule(whole, self._multiple_of_8)
-        return max(whole // granule * granule, 1)
+            divisors = [
+                d
+                for d in range(replicas, min(whole, effective) + 1, replicas)
+                if effective % d == 0
+            ]
+            return max(divisors, default=replicas)
+        unit = self._unit(whole)
+        return max(whole // unit * unit, replicas)
 
 
 def _granule(size: int, multiple_of_8: bool) -> int:

@@ -235,9 +235,10 @@ class GuardedRun:
         )
 
     def allocator_peak_bytes(self, view: PanelView) -> int | None:
-        """The allocators' peak over the run, summed over the watched devices."""
+        """The fullest watched device's allocator peak over the run: the device that runs out
+        first, as a ``tf.distribute`` replica does (the search's capacity is one device's)."""
         known = [p.allocator_peak_bytes for p in view.peaks if p.allocator_peak_bytes is not None]
-        return sum(known) if known else None
+        return max(known) if known else None
 
     def allocator_bytes(self) -> int | None:
         """The framework allocators' current bytes over the watched devices; ``None`` if unread."""

@@ -294,6 +294,7 @@ class GuardSession:
                 failed_run.allocator_baseline_bytes,
                 self.batch_memory,
                 self.run_attempt,
+                finished.probe.replicas if finished.probe is not None else 1,
             )
 
         def present(

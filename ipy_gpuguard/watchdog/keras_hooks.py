@@ -7,17 +7,21 @@ Wrapping ``CallbackList`` rather than ``fit`` keeps the guard's frames out of th
 traceback. While a retry's search probes a size, the callback also tells its :class:`FitProbe`
 when a ``fit`` begins and each training step ends, and ends the run when the probe has seen
 enough. Only Keras modules the cell has imported are
-touched (the watchdog looks again at every tick, for a cell that imports Keras itself); the
-guard never imports a framework.
+touched: one the cell imports itself is wrapped as its import ends (an import hook, removed
+with the callback), and the watchdog looks again at every tick; the guard never imports a
+framework.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import importlib.abc
 import inspect
 import sys
 import threading
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from importlib.machinery import ModuleSpec
 from types import FrameType, ModuleType
 from typing import Any, Protocol
 
@@ -63,30 +67,41 @@ class KerasHooks:
         self._modules = sys.modules if modules is None else modules
         self._lock = threading.Lock()
         self._patched: dict[str, tuple[type, object, object]] = {}
+        self._finder = _AttachWhenImported(self._attach)
 
     def attach_new(self) -> None:
-        """Wrap the ``CallbackList`` of every Keras module imported since the last call."""
+        """Wrap the ``CallbackList`` of every Keras module imported since the last call, and
+        of a Keras module the cell imports from now on, as soon as its import ends."""
+        for name in KERAS_MODULES:
+            module = self._modules.get(name)
+            if module is not None and not _still_importing(module):
+                self._attach(name, module)
+        waiting = not all(name in self._patched for name in KERAS_MODULES)
+        if waiting and self._modules is sys.modules and self._finder not in sys.meta_path:
+            sys.meta_path.insert(0, self._finder)
+
+    def _attach(self, name: str, module: ModuleType) -> None:
         with self._lock:
-            for name in KERAS_MODULES:
-                module = self._modules.get(name)
-                if name in self._patched or module is None or _still_importing(module):
-                    continue
-                callbacks = getattr(module, "callbacks", None)
-                callback_list = getattr(callbacks, "CallbackList", None)
-                base = getattr(callbacks, "Callback", None)
-                if isinstance(callback_list, type) and isinstance(base, type):
-                    original = callback_list.__dict__.get("__init__", _ABSENT)
-                    wrapper = _with_heartbeat(
-                        callback_list.__init__,  # type: ignore[misc]
-                        heartbeat_callback_class(base),
-                        self._recorder,
-                        self._probe,
-                    )
-                    callback_list.__init__ = wrapper  # type: ignore[misc]
-                    self._patched[name] = (callback_list, original, wrapper)
+            if name in self._patched:
+                return
+            callbacks = getattr(module, "callbacks", None)
+            callback_list = getattr(callbacks, "CallbackList", None)
+            base = getattr(callbacks, "Callback", None)
+            if isinstance(callback_list, type) and isinstance(base, type):
+                original = callback_list.__dict__.get("__init__", _ABSENT)
+                wrapper = _with_heartbeat(
+                    callback_list.__init__,  # type: ignore[misc]
+                    heartbeat_callback_class(base),
+                    self._recorder,
+                    self._probe,
+                )
+                callback_list.__init__ = wrapper  # type: ignore[misc]
+                self._patched[name] = (callback_list, original, wrapper)
 
     def detach(self) -> None:
         """Put every wrapped method back (unless something else replaced it meanwhile)."""
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(self._finder)
         with self._lock:
             for owner, original, wrapper in self._patched.values():
                 if owner.__dict__.get("__init__") is not wrapper:
@@ -96,6 +111,42 @@ class KerasHooks:
                 else:
                     owner.__init__ = original  # type: ignore[misc]
             self._patched.clear()
+
+
+class _AttachWhenImported(importlib.abc.MetaPathFinder):
+    """Attaches the hooks to a Keras module the moment the cell's import of it ends: a ``fit``
+    right after ``import keras`` began before the watchdog's next look, and went unwatched (no
+    steps counted, no probe ended). Finds nothing itself: it wraps the spec the other finders
+    find."""
+
+    def __init__(self, attach: Callable[[str, ModuleType], None]) -> None:
+        self._attach = attach
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if fullname not in KERAS_MODULES:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None and spec.loader is not None:
+                spec.loader.exec_module = functools.partial(  # type: ignore[method-assign]
+                    _exec_then_attach, spec.loader.exec_module, self._attach, fullname
+                )
+                return spec
+        return None
+
+
+def _exec_then_attach(
+    exec_module: Callable[[ModuleType], None],
+    attach: Callable[[str, ModuleType], None],
+    name: str,
+    module: ModuleType,
+) -> None:
+    exec_module(module)
+    attach(name, module)
 
 
 def _still_importing(module: ModuleType) -> bool:

@@ -261,3 +261,32 @@ def test_every_watchdog_the_catalog_names_is_said_to_be_whose():
         if re.search(r"(?i)watchdog", text):
             assert whose.search(text), text
     assert "not the guard's stall watchdog" in REMEDIES["smaller_work"].why
+
+
+@pytest.mark.parametrize(
+    ("text", "simulated", "title"),
+    [
+        (
+            "JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 4398046511872 bytes.",
+            True,
+            "Out of CPU memory (XLA)",
+        ),
+        (
+            "JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 4398046511872 bytes.",
+            False,
+            "Out of GPU memory (XLA)",
+        ),
+        (
+            "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
+            True,
+            "Out of GPU memory (PyTorch)",
+        ),
+    ],
+)
+def test_the_title_names_the_device_the_error_names_or_the_cpu_a_simulated_gpu_stands_for(
+    text, simulated, title
+):
+    """Issue 24 item 5: JAX's out-of-memory on a simulated GPU was titled GPU where
+    TensorFlow's said CPU."""
+    device = DeviceMemory(0, "GPU", 8 * 2**30, 2**30, None, simulated=simulated)
+    assert diagnose(text, Context(devices=(device,))).title == title

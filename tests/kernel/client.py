@@ -64,13 +64,13 @@ def kernel(connection_file: str | None = None, **env: str) -> Iterator[Any]:
 @contextmanager
 def keras_kernel(data_dir: Path, **env: str) -> Iterator[Any]:
     """A kernel for real Keras out-of-memory cells on a simulated GPU, the extension loaded."""
-    with kernel(
-        GPUGUARD_SIMULATE="8GiB",
-        TF_ENABLE_ONEDNN_OPTS="0",
-        TF_CPP_MIN_LOG_LEVEL="2",
-        JUPYTER_DATA_DIR=str(data_dir),
-        **env,
-    ) as client:
+    settings = {
+        "GPUGUARD_SIMULATE": "8GiB",
+        "TF_ENABLE_ONEDNN_OPTS": "0",
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        "JUPYTER_DATA_DIR": str(data_dir),
+    }
+    with kernel(**{**settings, **env}) as client:
         assert execute(client, "%load_ext ipy_gpuguard").status == "ok"
         yield client
 

@@ -125,6 +125,30 @@ def test_keeping_the_effective_batch_tries_only_divisors():
     assert search.largest_fitting == 64
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    threshold=st.integers(3, 5000),
+    start=st.integers(2, 65536),
+    replicas=st.sampled_from([2, 3, 4, 8]),
+    capacity=st.sampled_from([None, 16 * 2**30]),
+)
+def test_under_tf_distribute_every_size_is_a_multiple_of_the_replicas(
+    threshold, start, replicas, capacity
+):
+    """Issue 24 item 11: 300 over two replicas became 37, split 19/18, and the step failed."""
+    assume(start % replicas == 0 and threshold >= replicas)
+    search = run_search(threshold, start, capacity, find_max=True, replicas=replicas)
+    assert all(t.size % replicas == 0 for t in search.trials)
+    assert search.largest_fitting is not None
+    assert search.largest_fitting + replicas > threshold * 0.85
+
+
+def test_keeping_the_effective_batch_under_tf_distribute_tries_divisors_split_evenly():
+    search = run_search(100, start=240, find_max=True, effective_batch=240, replicas=4)
+    assert all(240 % t.size == 0 and t.size % 4 == 0 for t in search.trials)
+    assert search.largest_fitting == 80
+
+
 @pytest.mark.parametrize("margin", [0.0, 1.0, -0.1])
 def test_a_margin_outside_0_and_1_is_refused(margin):
     with pytest.raises(ValueError, match="margin"):

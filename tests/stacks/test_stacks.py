@@ -63,20 +63,26 @@ def stack_kernel(stack: Stack, interpreter: Path, data_dir: Path) -> Iterator[An
 
 
 def cliff_cell(stack: Stack, batch_size: int) -> str:
-    """A ``fit`` with a real out-of-memory error above ``LIMIT`` samples: a layer asks for
-    4 TiB per sample beyond it, written with the stack's own Keras."""
+    """A ``fit`` with a real out-of-memory error above ``LIMIT`` samples, written with the
+    stack's own Keras: beyond it, a layer asks for terabytes. On JAX, whose shapes are fixed
+    when a step is traced, the step sorts them: XLA allocates the sort's memory while the step
+    runs, so the error comes late, as JAX's asynchronous errors do."""
     if stack.keras == "keras":
-        held = (
-            "extra = keras.ops.maximum(keras.ops.shape(x)[0] - self.limit, 0)\n"
-            "        return x + keras.ops.sum(keras.random.uniform((extra, 2**20, 2**20))) * 0"
-        )
         imports = "import keras"
+        init = "self.seed = keras.random.SeedGenerator(1)"
+        held = (
+            "batch = x.shape[0]\n"
+            "        extra = max(batch - self.limit, 0) if isinstance(batch, int) else 0\n"
+            "        held = keras.random.uniform((extra, 2**19, 2**10), seed=self.seed)\n"
+            "        return x + keras.ops.sum(keras.ops.sort(held, axis=0)[:1, :1, 0]) * 0"
+        )
     else:
+        imports = "import tensorflow as tf\nfrom tensorflow import keras"
+        init = "pass"
         held = (
             "extra = tf.maximum(tf.shape(x)[0] - self.limit, 0)\n"
             "        return x + tf.reduce_sum(tf.random.uniform((extra, 2**20, 2**20))) * 0"
         )
-        imports = "import tensorflow as tf\nfrom tensorflow import keras"
     return f"""%%gpuguard
 {imports}
 import numpy as np
@@ -85,6 +91,7 @@ class MemoryHog(keras.layers.Layer):
     def __init__(self, limit, **kwargs):
         super().__init__(**kwargs)
         self.limit = limit
+        {init}
 
     def call(self, x):
         {held}
