@@ -61,6 +61,7 @@ def test_a_replica_out_of_memory_is_retried_with_a_batch_the_replicas_split_even
         notes = " ".join(card["retry"]["offer"]["notes"])
         assert "split across 2 replicas (tf.distribute): 300 is 150 per replica" in notes
         sizes = [attempt["batch_size"] for attempt in card["retry"]["attempts"]]
-        assert sizes and all(size % 2 == 0 for size in sizes)
+        assert sizes
+        assert all(size % 2 == 0 for size in sizes)
         assert card["retry"]["attempts"][-1]["result"] == "fits"
         assert int(execute(client, "print(BATCH_SIZE)").stdout()) == sizes[-1] <= 80
