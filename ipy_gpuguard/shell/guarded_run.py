@@ -28,6 +28,7 @@ from ..watchdog.stacks import CellNamer, main_thread_position
 from .kernel_state import KernelStateFile
 from .native_log import NativeLogTee, PipeDrain
 from .options import GuardOptions
+from .pending_work import PendingWork
 
 if TYPE_CHECKING:
     from ..ui.panel import MemoryPanel
@@ -99,6 +100,7 @@ class GuardedRun:
             listener=self._sampled if self._panel or state_file else None,
         )
         self.steps = StepRecorder()
+        self.pending_work = PendingWork(frozenset())  # JAX's arrays as the cell starts
         self._keras = KerasHooks(self.steps, probe=fit_probe)
         self.watchdog = Watchdog(
             self.steps,
@@ -114,6 +116,7 @@ class GuardedRun:
     def start(self) -> None:
         """Show the panel and start sampling; on failure, leave nothing open behind."""
         try:
+            self.pending_work = PendingWork.now()
             self._allocator_baseline = self.allocator_bytes()
             self._allocators.reset_peaks(info.index for info in self._devices)
             if self._panel is not None:

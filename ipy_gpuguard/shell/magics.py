@@ -33,7 +33,7 @@ from .options import (
     check_timeout,
     parse_device_list,
 )
-from .pending_work import SURFACED, pending_error
+from .pending_work import SURFACED
 
 if TYPE_CHECKING:
     from ..retry import RunOutcome
@@ -360,8 +360,8 @@ class GPUGuardMagics(Magics):
         if self._session is None:
             return  # no guarded cell has started
         raised = getattr(result, "error_in_exec", None)
-        if raised is None and self.session.guards(depth):
-            raised = self._surface_pending_work(result)
+        if raised is None:
+            raised = self._surface_pending_work(depth, result)
         ended_with = type(raised).__name__ if raised is not None else None
         with held_interrupt() as interrupted:
             finished = _guard_failure_in_one_line(
@@ -410,10 +410,11 @@ class GPUGuardMagics(Magics):
         outcome = "error" if result.error_in_exec is not None else "fixed" if error else "ok"
         _guard_failure_in_one_line("finish", lambda: self.session.ended(outcome, rule_id))
 
-    def _surface_pending_work(self, result: Any) -> BaseException | None:
-        """Fail the cell with the error of work it dispatched asynchronously, shown as the
-        framework raised it (no frame of the guard's: the cell's lines had all returned)."""
-        pending = pending_error()
+    def _surface_pending_work(self, depth: int, result: Any) -> BaseException | None:
+        """Fail the guarded cell at ``depth`` with the error of work it dispatched
+        asynchronously, shown as the framework raised it (no frame of the guard's: the cell's
+        lines had all returned)."""
+        pending = self.session.pending_error(depth)
         if pending is not None:
             assert self.shell is not None
             print(SURFACED, file=sys.stderr)

@@ -187,9 +187,13 @@ class GuardSession:
         """Whether the cell running now is a retry's attempt, whose driver reads how it ended."""
         return self._recording is not None
 
-    def guards(self, key: int) -> bool:
-        """Whether the cell at nesting depth ``key`` is the guarded one."""
-        return self._active is not None and self._active[0] == key
+    def pending_error(self, key: int) -> Exception | None:
+        """The error of work the guarded cell at nesting depth ``key`` dispatched
+        asynchronously (JAX) and that failed after its last line returned; ``None`` when it did
+        not, or when that cell is not the guarded one."""
+        if self._active is None or self._active[0] != key:
+            return None
+        return self._active[1].pending_work.error()
 
     def guarding_outside(self, key: int) -> bool:
         """Whether a cell at nesting depth ``key`` runs inside a guarded cell: one guard

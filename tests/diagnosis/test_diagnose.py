@@ -36,6 +36,7 @@ def raised(make):
     raise AssertionError("nothing raised")
 
 
+@pytest.mark.tensorflow
 def test_a_real_tensorflow_oom_error_gives_its_facts(tf):
     error = tf.errors.ResourceExhaustedError(None, None, OOM)
     diagnosis = diagnose(error, Context())
@@ -51,6 +52,7 @@ def test_a_real_tensorflow_oom_error_gives_its_facts(tf):
     assert "[256, 1024, 1024]" in diagnosis.summary
 
 
+@pytest.mark.tensorflow
 def test_the_cause_of_a_wrapping_error_is_read(tf):
     def train():
         try:
@@ -102,6 +104,7 @@ def test_keyboard_interrupt_is_not_diagnosed():
     assert diagnose(KeyboardInterrupt(), Context()).kind is Kind.UNKNOWN
 
 
+@pytest.mark.tensorflow
 def test_the_native_log_explains_a_generic_framework_error(tf):
     error = tf.errors.InternalError(None, None, "Failed to create session.")
     log = (
@@ -115,6 +118,7 @@ def test_the_native_log_explains_a_generic_framework_error(tf):
     assert diagnosis.matched.endswith("CUDA_ERROR_OUT_OF_MEMORY: out of memory")
 
 
+@pytest.mark.tensorflow
 def test_a_warning_at_import_does_not_outrank_the_error_itself(tf):
     error = tf.errors.InvalidArgumentError(None, None, "Incompatible shapes: [32,10] vs. [32,1]")
     log = (
@@ -131,6 +135,7 @@ def test_an_illegal_address_right_after_an_oom_is_its_consequence():
     assert after.remedies[0].id == "restart_kernel"
 
 
+@pytest.mark.tensorflow
 def test_an_empty_gpu_list_is_recognised_from_the_failing_line(tf):
     def cell():
         gpus = []
@@ -140,6 +145,7 @@ def test_an_empty_gpu_list_is_recognised_from_the_failing_line(tf):
     assert diagnose(raised(lambda: [][0]), Context()).kind is Kind.UNKNOWN
 
 
+@pytest.mark.tensorflow
 def test_memory_evidence_and_the_batch_estimate(tf):
     error = tf.errors.ResourceExhaustedError(None, None, OOM)
     device = DeviceMemory(
@@ -154,6 +160,7 @@ def test_memory_evidence_and_the_batch_estimate(tf):
     assert "about 99% of the current batch" in steps[0]
 
 
+@pytest.mark.tensorflow
 def test_another_process_holding_the_gpu_comes_first(tf):
     error = tf.errors.ResourceExhaustedError(None, None, OOM)
     device = DeviceMemory(0, "Tesla T4", 16 * GIB, other_processes=((4242, 12 * GIB),))
@@ -162,6 +169,7 @@ def test_another_process_holding_the_gpu_comes_first(tf):
     assert "pid 4242 holds 12.0 GiB on GPU 0" in diagnosis.remedies[0].steps[0]
 
 
+@pytest.mark.tensorflow
 def test_settings_that_need_a_fresh_kernel_say_so(tf):
     error = tf.errors.ResourceExhaustedError(None, None, OOM)
     growth = {r.id: r for r in diagnose(error, Context(gpu_initialised=True)).remedies}[
@@ -174,6 +182,7 @@ def test_settings_that_need_a_fresh_kernel_say_so(tf):
     assert fresh.note == ""
 
 
+@pytest.mark.tensorflow
 def test_a_cpu_failure_offers_no_gpu_settings(tf):
     error = tf.errors.ResourceExhaustedError(None, None, OOM.replace("GPU:0", "CPU:0"))
     diagnosis = diagnose(error, Context())

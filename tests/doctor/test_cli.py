@@ -18,6 +18,7 @@ def fresh_environment(tmp_path):
     return {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8"}
 
 
+@pytest.mark.tensorflow
 def test_json_on_this_machine_reports_no_gpu_with_the_reason_and_exits_1(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "ipy_gpuguard", "doctor", "--json"],
@@ -39,6 +40,7 @@ def test_json_on_this_machine_reports_no_gpu_with_the_reason_and_exits_1(tmp_pat
     assert "Importing TensorFlow in a child process" in result.stderr  # said while it happens
 
 
+@pytest.mark.tensorflow
 def test_text_in_a_terminal(capsys):
     assert main(["doctor"]) == 1
     out = capsys.readouterr()

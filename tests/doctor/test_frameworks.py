@@ -6,11 +6,14 @@ import json
 import sys
 from importlib import metadata
 
+import pytest
+
 from ipy_gpuguard.diagnosis.context import installed_tensorflow
 from ipy_gpuguard.doctor.child import MARKER
 from ipy_gpuguard.doctor.frameworks import gpu_messages, read_in_child, view_of_child
 
 
+@pytest.mark.tensorflow
 def test_the_real_tensorflow_read_in_a_child_is_this_machines_cpu_build():
     view = read_in_child("tensorflow")
     assert view.usable, view
@@ -19,6 +22,7 @@ def test_the_real_tensorflow_read_in_a_child_is_this_machines_cpu_build():
     assert view.gpus == ()  # no GPU here
 
 
+@pytest.mark.tensorflow
 def test_the_child_leaves_this_process_without_tensorflow(tmp_path):
     import subprocess
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from IPython.utils.capture import capture_output
 
 from ipy_gpuguard.doctor.render import DOCTOR_MIME
 
 
+@pytest.mark.tensorflow
 def test_doctor_shows_the_report_of_the_real_machine_not_the_simulated_gpu(shell):
     with capture_output() as captured:
         shell.run_line_magic("gpuguard", "doctor")

@@ -30,6 +30,7 @@ def retry_lines(out: str) -> list[str]:
     return [line for line in out.splitlines() if line.startswith("ipy_gpuguard · retry:")]
 
 
+@pytest.mark.tensorflow
 def test_auto_retry_find_max_ends_near_the_cliff_with_the_variables_of_that_run(
     shell, batch_memory, capsys
 ):
@@ -52,6 +53,7 @@ def test_auto_retry_find_max_ends_near_the_cliff_with_the_variables_of_that_run(
     assert entry["batch_size"] == final
 
 
+@pytest.mark.tensorflow
 def test_a_remembered_size_is_where_the_next_search_starts(shell, batch_memory, capsys):
     shell.run_cell("%%gpuguard --auto-retry\n" + keras_fit_cliff(256, LIMIT, SAMPLES))
     # The failed allocation is 4 TiB a sample on an 8 GiB device: the estimate jumps 8 times down.
@@ -65,6 +67,7 @@ def test_a_remembered_size_is_where_the_next_search_starts(shell, batch_memory, 
     assert retry_lines(out) == ["ipy_gpuguard · retry: batch size 32: fits"]
 
 
+@pytest.mark.tensorflow
 def test_without_auto_retry_the_card_offers_a_size_and_nothing_runs_again(
     shell, batch_memory, capsys
 ):
@@ -79,6 +82,7 @@ def test_without_auto_retry_the_card_offers_a_size_and_nothing_runs_again(
     assert shell.user_ns["BATCH_SIZE"] == 256
 
 
+@pytest.mark.tensorflow
 def test_a_name_from_an_earlier_cell_is_set_in_the_namespace(shell, batch_memory, capsys):
     shell.run_cell("BATCH = 512")
     cell = keras_fit_cliff(0, LIMIT, SAMPLES).replace(
@@ -90,6 +94,7 @@ def test_a_name_from_an_earlier_cell_is_set_in_the_namespace(shell, batch_memory
     assert retry_lines(capsys.readouterr().out) == ["ipy_gpuguard · retry: batch size 64: fits"]
 
 
+@pytest.mark.tensorflow
 def test_the_floor_ends_the_search_and_the_cell_stays_failed(shell, batch_memory, capsys):
     cell = "%%gpuguard --auto-retry --min-batch 64\n" + keras_fit_cliff(256, 10, SAMPLES)
     result = shell.run_cell(cell)
@@ -142,6 +147,7 @@ def test_keep_effective_batch_multiplies_the_accumulation_steps():
     ]
 
 
+@pytest.mark.tensorflow
 def test_gpuguard_retry_does_what_the_cards_button_does(shell, batch_memory, capsys):
     with pytest.raises(UsageError, match="no guarded cell has run out of memory"):
         guard_magics(shell).gpuguard_line("retry")
@@ -166,6 +172,7 @@ def test_gpuguard_retry_does_what_the_cards_button_does(shell, batch_memory, cap
     assert 0.85 * LIMIT <= shell.user_ns["BATCH_SIZE"] <= LIMIT
 
 
+@pytest.mark.tensorflow
 def test_files_that_cannot_be_written_do_not_undo_a_fix(shell, tmp_path, capsys):
     """Issue 14, 15: the fixed cell replied ``error``: "the guard failed to diagnose"."""
     home = tmp_path / "home"

@@ -8,6 +8,8 @@ import re
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.tensorflow
+
 LIMIT = 333  # the true largest batch: above it, every batch asks for terabytes
 SAMPLES = 2048
 

@@ -12,6 +12,8 @@ from ipy_gpuguard.diagnosis.context import allowed_environment
 from ipy_gpuguard.protocol import SCHEMA_VERSION
 from ipy_gpuguard.shell.incidents import Incident, IncidentLog
 
+pytestmark = pytest.mark.tensorflow
+
 OOM = "OOM when allocating tensor with shape[64,512] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc"
 
 

@@ -4,8 +4,11 @@ import sys
 import types
 
 import keras
+import pytest
 
 from ipy_gpuguard.shell.reclaim import clear_keras_session, free_failure_memory
+
+pytestmark = pytest.mark.tensorflow
 
 
 class Tensor:

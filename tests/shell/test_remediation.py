@@ -28,6 +28,7 @@ def incident_log(shell, tmp_path):
     return path
 
 
+@pytest.mark.tensorflow
 def test_a_real_keras_oom_shows_the_traceback_then_the_card(shell, incident_log, capsys):
     result = shell.run_cell("%%gpuguard --interval 0.1\n" + keras_fit_oom(jit_compile=False))
     out = capsys.readouterr().out
@@ -66,6 +67,7 @@ def test_a_plain_python_error_gets_no_card_and_no_incident(shell, incident_log, 
     assert not incident_log.exists()
 
 
+@pytest.mark.tensorflow
 def test_the_guards_own_failure_in_diagnosis_is_one_line(shell, incident_log, capsys, monkeypatch):
     def broken(*args, **kwargs):
         raise ValueError("rule catalog unreadable")
@@ -106,6 +108,7 @@ print("CARD-JSON", json.dumps(to_json(session.cards.get(session.last_retry_card)
 """
 
 
+@pytest.mark.tensorflow
 @pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
 def test_a_real_keras_oom_with_and_without_xla_in_a_fresh_process(tmp_path, jit_compile):
     """A fresh process, so that TensorFlow's CPU allocator counts bytes (BFC on) and XLA's

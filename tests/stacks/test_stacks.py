@@ -8,58 +8,19 @@ Deselected by default (each venv downloads a framework): ``make stacks`` runs th
 
 from __future__ import annotations
 
-import json
-import os
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
 
 import pytest
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
 
 from ipy_gpuguard.protocol import CARD_MIME
 
-from ..kernel.client import Execution, execute
+from ..kernel.client import execute
+from .kernels import stack_kernel, text_of
 from .venvs import STACKS, Stack, venv, would_install
 
 pytestmark = pytest.mark.stack
 
 SAMPLES, FITTING, LIMIT = 256, 32, 100
-
-
-@contextmanager
-def stack_kernel(stack: Stack, interpreter: Path, data_dir: Path) -> Iterator[Any]:
-    """A kernel of the stack's Python, on a simulated 8 GiB GPU, the extension loaded."""
-    kernels = stack.folder / "kernels"
-    spec = kernels / stack.name / "kernel.json"
-    spec.parent.mkdir(parents=True, exist_ok=True)
-    argv = [str(interpreter), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    spec.write_text(json.dumps({"argv": argv, "display_name": stack.name, "language": "python"}))
-    environment = {
-        **{name: value for name, value in os.environ.items() if name != "PYTHONPATH"},
-        "GPUGUARD_SIMULATE": "8GiB",
-        "TF_ENABLE_ONEDNN_OPTS": "0",
-        "TF_CPP_MIN_LOG_LEVEL": "2",
-        "JUPYTER_DATA_DIR": str(data_dir),
-        **stack.environment,
-    }
-    manager = KernelManager(
-        kernel_name=stack.name, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)])
-    )
-    manager.start_kernel(env=environment)
-    client = manager.client()
-    client.start_channels()
-    try:
-        client.wait_for_ready(timeout=120)
-        loaded = execute(client, "%load_ext ipy_gpuguard")
-        assert loaded.status == "ok", text_of(loaded)
-        yield client
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
 
 
 def cliff_cell(stack: Stack, batch_size: int) -> str:
@@ -102,17 +63,6 @@ x = np.zeros(({SAMPLES}, 16), "float32")
 y = np.zeros(({SAMPLES}, 1), "float32")
 history = model.fit(x, y, batch_size={batch_size}, epochs=1, verbose=0)
 """
-
-
-def text_of(execution: Execution) -> str:
-    """Everything the cell showed, as text: streams, displays and widget states."""
-    parts = []
-    for message in execution.iopub:
-        content = message["content"]
-        parts.append(content.get("text", ""))
-        parts += [str(value) for value in content.get("data", {}).values()]
-        parts += content.get("traceback", [])
-    return "\n".join(parts)
 
 
 @pytest.mark.parametrize("stack", STACKS, ids=[stack.name for stack in STACKS])

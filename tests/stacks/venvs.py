@@ -80,6 +80,23 @@ STACKS = (
 )
 
 
+#: What the unit suites need besides the project: no framework (the tests that train with
+#: TensorFlow are marked ``tensorflow`` and run on the main Python).
+UNIT_REQUIREMENTS = (
+    "numpy",
+    "pytest>=8",
+    "pytest-timeout>=2.3",
+    "hypothesis>=6.100",
+    "jupyter_client>=8",
+    "nbformat>=5.10",
+    "pytest-jupyter[server]>=0.10",
+)
+#: The other Pythons the project supports (the whole suite runs on 3.11).
+PYTHONS = tuple(
+    Stack(f"python{version}", version, UNIT_REQUIREMENTS, "")
+    for version in ("3.10", "3.12", "3.13")
+)
+
 #: The oldest JupyterLab the lab extension asks for (``^4.0.0`` in its package.json).
 OLDEST_LAB = Stack("jupyterlab-4.0.0", "3.11", ("jupyterlab==4.0.0",), "")
 

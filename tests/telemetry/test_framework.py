@@ -23,6 +23,7 @@ def run_tensorflow(script, **env):
     assert result.stdout.strip().endswith("ok"), result.stderr[-3000:]
 
 
+@pytest.mark.tensorflow
 def test_tensorflow_is_not_read_before_its_runtime_is_initialised():
     """Reading memory would initialise the GPUs and break the person's set_memory_growth."""
     run_tensorflow(
@@ -40,6 +41,7 @@ def test_tensorflow_is_not_read_before_its_runtime_is_initialised():
     )
 
 
+@pytest.mark.tensorflow
 def test_tensorflow_allocator_current_and_peak_after_reset():
     # TensorFlow keeps allocator statistics on the CPU only with its BFC allocator there.
     run_tensorflow(
