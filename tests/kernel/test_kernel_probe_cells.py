@@ -15,6 +15,8 @@ from tests.retry.test_probes import HEARING, LIMIT, MADE_AFRESH, MODEL, SAMPLES,
 from .client import evaluate, execute, keras_kernel
 from .test_kernel_probes import JAX_MODEL, cards
 
+pytestmark = pytest.mark.kernel
+
 #: The largest batch that fits: TensorFlow's cliff; on JAX the data (XLA drops the hog's
 #: unused allocation, so a batch holding all the samples is where the climb stops).
 LARGEST = {"tensorflow": LIMIT, "jax": SAMPLES}

@@ -12,6 +12,8 @@ from tests.retry.test_probes import LIMIT, MODEL, PLAIN_FIT, SAMPLES
 
 from .client import evaluate, execute, keras_kernel
 
+pytestmark = pytest.mark.kernel
+
 JAX_MODEL = f"""
 import keras
 import numpy as np

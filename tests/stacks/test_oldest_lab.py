@@ -19,7 +19,8 @@ from ..browser.conftest import serve_lab
 from ..chromium import chromium
 from .venvs import OLDEST_LAB, venv
 
-pytestmark = pytest.mark.stack
+#: A stack's venv downloads and installs its framework first: minutes, not the usual limit.
+pytestmark = [pytest.mark.stack, pytest.mark.timeout(1200)]
 
 OOM = (
     "ResourceExhaustedError: OOM when allocating tensor with shape[256,1024,1024] and type "

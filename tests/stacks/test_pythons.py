@@ -15,10 +15,16 @@ from ..kernel.client import execute
 from .kernels import stack_kernel, text_of
 from .venvs import PYTHONS, ROOT, venv
 
-pytestmark = pytest.mark.stack
+#: A stack's venv downloads and installs its framework first: minutes, not the usual limit.
+pytestmark = [pytest.mark.stack, pytest.mark.timeout(1200)]
 
-#: Everything but what needs a kernel, a browser, a GPU, PyTorch, TensorFlow or a stack.
+#: The unit suites: each room's tests, but those that need a kernel, a browser, a GPU or a
+#: framework (the integration tests at the top of tests/ run on the main Python).
 UNIT_SUITES = (
+    "cards", "diagnosis", "doctor", "protocol", "retry", "server", "shell", "telemetry", "ui",
+    "watchdog", "test_house.py",
+)  # fmt: skip
+UNIT_MARKERS = (
     "not kernel and not browser and not gpu and not torch and not stack and not tensorflow"
 )
 #: A test module that imports a framework as it loads is left out whole.
@@ -38,8 +44,10 @@ def test_the_unit_suites_pass(stack, project):
     interpreter = venv(stack, project)
     ignored = [f"--ignore={module}" for module in framework_modules()]
     environment = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    suites = [f"tests/{suite}" for suite in UNIT_SUITES]
+    pytest_run = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", UNIT_MARKERS]
     done = subprocess.run(
-        [interpreter, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", UNIT_SUITES, *ignored],
+        [interpreter, *pytest_run, *ignored, *suites],
         cwd=ROOT,
         env=environment,
         capture_output=True,

@@ -18,7 +18,8 @@ from ..kernel.client import execute
 from .kernels import stack_kernel, text_of
 from .venvs import STACKS, Stack, venv, would_install
 
-pytestmark = pytest.mark.stack
+#: A stack's venv downloads and installs its framework first: minutes, not the usual limit.
+pytestmark = [pytest.mark.stack, pytest.mark.timeout(1200)]
 
 SAMPLES, FITTING, LIMIT = 256, 32, 100
 
