@@ -8,7 +8,7 @@ from ..telemetry.units import format_bytes
 from .check_software import JAX_CUDA_PLUGINS, tensorflow_uses_gpu
 from .findings import Findings, version_text, version_tuple
 from .frameworks import FrameworkView
-from .libraries import LoadedLibrary
+from .libraries import LoadedLibrary, cudnn_version
 from .model import Status, Verdict
 from .nvml_facts import NvmlGpu
 
@@ -144,12 +144,10 @@ def _libraries_of_other_frameworks(findings: Findings) -> Verdict:
 
 
 def _cudnn_text(version: object) -> str:
-    """PyTorch's ``cudnn.version()``: 90100 is 9.1.0, 8902 is 8.9.2."""
+    """PyTorch's ``cudnn.version()``, the number ``cudnnGetVersion()`` gives, as text."""
     if not isinstance(version, int):
         return str(version)
-    if version >= 10000:
-        return f"{version // 10000}.{version // 100 % 100}.{version % 100}"
-    return f"{version // 1000}.{version // 100 % 10}.{version % 100}"
+    return version_text(cudnn_version(version))
 
 
 def _library_line(library: LoadedLibrary) -> str:
