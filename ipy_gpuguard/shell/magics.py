@@ -361,7 +361,9 @@ class GPUGuardMagics(Magics):
             return  # no guarded cell has started
         raised = getattr(result, "error_in_exec", None)
         if raised is None:
-            raised = self._surface_pending_work(depth, result)
+            raised = _guard_failure_in_one_line(
+                "finish", lambda: self._surface_pending_work(depth, result)
+            )
         ended_with = type(raised).__name__ if raised is not None else None
         with held_interrupt() as interrupted:
             finished = _guard_failure_in_one_line(
