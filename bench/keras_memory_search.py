@@ -18,6 +18,7 @@ Run: .venv/bin/python bench/batch_search.py --keras --memory [--limits 100,1000]
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import time
@@ -93,6 +94,8 @@ class MemoryCell(Cell):
         allocators = FrameworkAllocators("CPU")
         allocators.reset_peaks([0])
         fits = self.probe(size)
+        if not fits:  # what the guard does after a failure: tensors the failed step held go
+            gc.collect()  # with it, or the next probe's peak counts them (~700 MB at 1,024)
         reading = allocators.read(0)
         return Trial(size, fits, reading.peak_bytes if fits and reading else None)
 
