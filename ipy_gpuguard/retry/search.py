@@ -2,6 +2,9 @@
 
 Down: halve from the size that failed, or jump lower when the diagnosis estimates that only a
 small share of the batch fits (at most an eighth at once). That is what finds a size that fits.
+A search for the largest size with the device's capacity known steps down a quarter instead:
+its memory model climbs back from any size that fits in the same two runs, and each halving
+above the cliff costs one.
 
 Up, with ``find_max``: a linear model of memory in the batch size, fitted to the allocator
 peaks of the runs that fitted, proposes a size just under the device's capacity; the bracket of
@@ -30,6 +33,9 @@ from ..protocol import MAX_BATCH_SIZE
 
 #: The most a single step down divides the size by, whatever the estimate says.
 MAX_JUMP_DOWN = 8
+#: The step down without an estimate when the memory model will climb back: a quarter, not
+#: a half, since the climb from any size that fits takes the same two runs.
+CLIMBING_JUMP_DOWN = 4
 #: The most a single step up multiplies the largest size that fitted by, whatever the memory
 #: model says: a peak that missed part of the memory (another allocator, a device shared with
 #: another process) would otherwise send the search thousands of times too high.
@@ -151,6 +157,8 @@ class BatchSearch:
         fraction = last.fit_fraction if last is not None else None
         if fraction is not None and fraction < 0.5:
             target, why = max(hi * fraction, hi / MAX_JUMP_DOWN), "the estimate of what fits"
+        elif self._climbs_by_model:
+            target, why = hi / CLIMBING_JUMP_DOWN, "a quarter of the size that ran out of memory"
         else:
             target, why = hi / 2, "half the size that ran out of memory"
         size = max(self._round_down(target), self.settings.min_batch)
@@ -187,6 +195,12 @@ class BatchSearch:
         if lo < middle < hi:
             return Step(middle, f"between {lo}, which fitted, and {hi}, which did not")
         return None
+
+    @property
+    def _climbs_by_model(self) -> bool:
+        """The search goes up by the memory model after a size fits: how far below the
+        cliff that size is costs no run, each halving above it does."""
+        return self.settings.find_max and self.settings.capacity_bytes is not None
 
     def _holds_all_data(self, size: int) -> bool:
         return any(t.all_data for t in self.trials if t.fits and t.size == size)
