@@ -81,7 +81,11 @@ setup(
     license="BSD-3-Clause",
     packages=find_packages(include=["ipy_gpuguard", "ipy_gpuguard.*"]),
     # The packages imported lazily read their names from __init__.pyi at run time.
-    package_data={"": ["*.pyi"], "ipy_gpuguard.protocol": ["schema.json"]},
+    package_data={
+        "": ["*.pyi"],
+        "ipy_gpuguard.protocol": ["schema.json"],
+        "ipy_gpuguard.diagnosis": ["xid_catalog.json"],
+    },
     data_files=[*SERVER_CONFIG, *lab_data_files()],
     cmdclass={"build_py": BuildWithLabExtension},
     python_requires=">=3.10",

@@ -61,6 +61,7 @@ def test_the_wheel_carries_the_lab_extension_and_the_server_config(wheel):
     assert any(name.startswith(f"{lab}static/remoteEntry.") for name in names)
     assert f"{data}etc/jupyter/jupyter_server_config.d/ipy_gpuguard.json" in names
     assert "ipy_gpuguard/protocol/schema.json" in names
+    assert "ipy_gpuguard/diagnosis/xid_catalog.json" in names  # the diagnosis reads it at import
     # The rooms imported lazily read their names from their stubs at run time.
     lazy = {path.parent.name for path in (ROOT / "ipy_gpuguard").glob("*/__init__.pyi")}
     assert lazy

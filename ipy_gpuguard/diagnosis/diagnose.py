@@ -21,6 +21,7 @@ from .model import Diagnosis, FactValue, Kind, Remedy
 from .remedies import GPU_ONLY_REMEDIES, STEP_TIMEOUT_REMEDIES, resolved
 from .report import ErrorLink, ErrorReport, report_from_exception, report_from_text
 from .rules import PLAIN_PYTHON_TYPES, RULES, Rule, first_match
+from .xid import xid_facts
 
 #: Words of an error that put it on a GPU although it names no device.
 _GPU_WORDS = re.compile(r"CUDA|GPU|ROCm|HIP|MPS|Metal|cuDNN|cuBLAS|NCCL", re.IGNORECASE)
@@ -55,7 +56,7 @@ def diagnose(error: BaseException | str, context: Context | None = None) -> Diag
         return _unknown(report)
     rule, matched = found
     texts = [link.text for link in report.links] + list(report.log_lines)
-    facts = extract_facts(texts)
+    facts = {**extract_facts(texts), **xid_facts(texts)}
     evidence: list[str] = []
     if rule.kind is Kind.OUT_OF_MEMORY:
         evidence += memory_evidence(facts, context)

@@ -72,11 +72,9 @@ FACT_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         # hangs, faults, codes
         r"HRESULT failed with 0x(?P<code>[0-9a-fA-F]{8})(?::\s*(?P<api_call>\S.*?))?\s*$",
         r"\((?P<code>DXGI_ERROR_\w+)\)",
-        r"\b(?P<code>CUDA_ERROR_\w+|CUDNN_STATUS_\w+|CUBLAS_STATUS_\w+|HIP_ERROR_\w+|DXGI_ERROR_\w+|cudaError\w+|hipError\w+)",
+        r"\b(?P<code>CUDA_ERROR_\w+|CUDNN_STATUS_\w+|CUBLAS_STATUS_\w+|HIP_ERROR_\w+|DXGI_ERROR_\w+|cudaError\w+|hipError\w+|HSA_STATUS_ERROR_\w+)",
         r"\b(?P<code>(?:0x)?887[aA]00[0-2][0-9a-fA-F])\b",
         r"(?P<api_call>failed to query event|could not synchronize on CUDA context|failed to (?:enqueue|launch|run) \w+|cu[A-Z]\w+|cuda(?!Error)[A-Z]\w+)(?:\(\))?(?: failed)?[:.]",
-        r"Xid \([^)]*\):\s*(?P<xid>\d+)",
-        r"\bXid[:\s]+(?P<xid>\d+)",
         # libraries and versions
         r"Loaded runtime (?P<library>CuDNN) library: (?P<found_version>\d+(?:\.\d+)*).*?compiled with:? (?P<expected_version>\d+(?:\.\d+)*)",
         r"(?P<library>CUDA driver) version is insufficient for (?P<expected_version>CUDA runtime) version",
@@ -96,6 +94,17 @@ FACT_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"Received a label value of (?P<label>-?\d+) which is outside the valid range of (?P<valid_range>\[[^)]*\))",
         r"indices(?:\[[\d,]+\])? = (?P<label>-?\d+) is not in (?P<valid_range>\[[^)]*\))",
         r"First element had shape (?P<first_shape>\[[\d,\s]*\]) and element \d+ had shape (?P<other_shape>\[[\d,\s]*\])",
+        r"stack expects each tensor to be equal size, but got (?P<first_shape>\[[\d,\s]*\]) at entry \d+ and (?P<other_shape>\[[\d,\s]*\])",
+        r"expected scalar type (?P<expected_dtype>\w+) but found (?P<found_dtype>\w+)",
+        r"Expected object of scalar type (?P<expected_dtype>\w+) but got scalar type (?P<found_dtype>\w+)",
+        r"[Tt]arget size \(torch\.Size\((?P<labels_shape>\[[\d,\s]*\])\)\) (?:must be the same as|that is different to the) input size \(torch\.Size\((?P<output_shape>\[[\d,\s]*\])\)\)",
+        r"got incompatible shapes for broadcasting: (?P<shapes>\([\d,\s]*\), \([\d,\s]*\))",
+        r"Incompatible shapes for broadcasting: (?P<shapes>\(\([\d,\s]*\), \([\d,\s]*\)\)|shapes=\[[^\]\n]*\])",
+        r"to have the same shape, got (?P<shapes>\([\d,\s]*\) and \([\d,\s]*\)|\[[\d\s]*\] and \[[\d\s]*\])",
+        r"expected (?:min_|max_)?ndim=(?P<expected_ndim>\d+), found ndim=(?P<found_ndim>\d+)",
+        r"Failed to find data adapter that can handle input: (?P<input_types>[^\n]+)",
+        r"Unrecognized data type: x=.*? \(of type (?P<input_types><class '[^']+'>)\)",
+        r"Could not run '(?P<op>[\w:.]+)' with arguments from the 'CUDA' backend",
         r"Input to reshape is a tensor with (?P<input_values>\d+) values, but the requested shape (?:has|requires a multiple of) (?P<requested_values>\d+)",
         r"Unsupported object type (?P<found_dtype>[\w.]+)\)",
         r"Feature: (?P<feature>\S+) \(data type: \w+\) is required",
@@ -167,7 +176,7 @@ def _read(name: str, raw: str) -> FactValue | None:
         return _device(raw)
     if name == "op" and _GENERIC_OPS.match(raw):
         return None  # keep looking for the node that really asked for the memory
-    if name in ("xid", "label"):
+    if name in ("label", "expected_ndim", "found_ndim"):
         return int(raw)
     if name == "code" and raw.upper().removeprefix("0X").startswith("887A"):
         return _hresult(raw)
@@ -229,6 +238,8 @@ FACT_LABELS = {
     "code": "error code",
     "api_call": "reported by",
     "xid": "Xid",
+    "xid_name": "Xid meaning",
+    "xid_action": "NVIDIA's catalog advises",
     "library": "library",
     "found_version": "version found",
     "expected_version": "version expected",
@@ -241,6 +252,9 @@ FACT_LABELS = {
     "valid_range": "valid range",
     "first_shape": "first element's shape",
     "other_shape": "other element's shape",
+    "expected_ndim": "dimensions expected",
+    "found_ndim": "dimensions given",
+    "input_types": "input given",
     "input_values": "values in the tensor",
     "requested_values": "values the shape needs",
     "feature": "feature",

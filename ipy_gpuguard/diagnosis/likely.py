@@ -142,6 +142,7 @@ _HARMLESS = (
     r"(?i)this is not a failure",
     r"(?i)this does not indicate an error",
     r"(?i)you can ignore this message",
+    r"Delay kernel timed out: measured time has sub-optimal accuracy",
 )
 #: Ahead of every other kind by this much, and at least this much in all.
 MIN_SCORE = 2

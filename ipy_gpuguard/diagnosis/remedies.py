@@ -456,6 +456,71 @@ _CATALOG = (
             'JAX: install jax and its jax-cuda plugin at the same version (pip install -U "jax[cuda12]").',
         ),
     ),
+    Remedy(
+        "install_gpu_pytorch",
+        "Install PyTorch's CUDA build",
+        "PyTorch's CPU-only wheels (the default on Windows and macOS, and any +cpu build) have no "
+        "CUDA kernels, however well the driver is set up.",
+        steps=(
+            "pip uninstall -y torch, then install the CUDA wheel that the selector on "
+            "pytorch.org names for your driver, e.g. pip install torch --index-url "
+            "https://download.pytorch.org/whl/cu124, and restart the kernel.",
+            "torch.cuda.is_available() should then say True; torch.version.cuda names its CUDA.",
+        ),
+        links=(("Install PyTorch", "https://pytorch.org/get-started/locally/"),),
+    ),
+    Remedy(
+        "install_gpu_jax",
+        "Install JAX's CUDA plugin",
+        "JAX runs on the CPU unless its CUDA plugin loads: it needs the plugin at JAX's own "
+        "version, a driver new enough for its CUDA, and a visible GPU.",
+        steps=(
+            'pip install -U "jax[cuda12]" (Linux; it brings CUDA and cuDNN), then restart the kernel.',
+            "jax.devices() should then list CudaDevice entries; set JAX_PLATFORMS=cuda to make a "
+            "failure to load it an error instead of a quiet fallback.",
+        ),
+        links=(("Install JAX", "https://docs.jax.dev/en/latest/installation.html"),),
+    ),
+    Remedy(
+        "mps_macos",
+        "Use a Mac and PyTorch that have MPS",
+        "PyTorch's MPS backend runs on Apple silicon (or an AMD GPU) with a recent macOS, and "
+        "only in a PyTorch built with it.",
+        steps=(
+            "Update macOS (the error names the version it needs; sw_vers shows yours).",
+            "torch.backends.mps.is_built() and is_available() should both say True; otherwise "
+            "install PyTorch's macOS arm64 wheel in a native (not Rosetta) Python.",
+        ),
+        links=(("Accelerated PyTorch on Mac", "https://developer.apple.com/metal/pytorch/"),),
+    ),
+    Remedy(
+        "container_gpu_runtime",
+        "Give the container the GPU",
+        "A container sees a GPU only through the NVIDIA Container Toolkit, which needs a loaded "
+        "driver on the host.",
+        steps=(
+            "On the host: nvidia-smi must work; install the NVIDIA Container Toolkit and restart "
+            "Docker.",
+            "Start the container with --gpus all (Docker) or a GPU resource request (Kubernetes).",
+        ),
+        links=(
+            (
+                "NVIDIA Container Toolkit",
+                "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html",
+            ),
+        ),
+    ),
+    Remedy(
+        "convert_input",
+        "Give fit data it can batch",
+        "Keras reads NumPy arrays, tensors, a tf.data.Dataset, a keras.utils.PyDataset, a "
+        "generator or a PyTorch DataLoader; a Python list of arrays or of numbers is none of them.",
+        steps=(
+            "Convert lists: x = np.asarray(x, dtype='float32'), y = np.asarray(y) (ragged lists "
+            "need padding first).",
+            "Check what fit receives: print(type(x), getattr(x, 'shape', None)).",
+        ),
+    ),
 )
 
 REMEDIES: dict[str, Remedy] = {remedy.id: remedy for remedy in _CATALOG}

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
+from . import xid
 from .model import Kind
 
 #: Python's own errors: a message that mentions CUDA does not make a ``NameError`` a GPU failure.
@@ -59,6 +60,23 @@ _BFC_DUMP = (
     r"\bRequested Size: [\d.]+\w+ \| in_use: \d",
 )
 _GPU_WORDS = (r"(?i)\b(?:GPU|CUDA|cuDNN|DNN|cuBLAS|device)\b",)
+#: cuDNN (or the framework for it) found no algorithm to run a computation. Warnings that a
+#: plan failed while another ran ("Plan failed with a cudnnException") are not this.
+_NO_ENGINE = (
+    r"GET was unable to find an engine to execute this computation",
+    r"No valid engine configs for",
+    r"No algorithm worked",
+    r"(?i:cuDNN) error: CUDNN_STATUS_NOT_SUPPORTED",
+    r"^\s*(?:\w+Error: |what\(\):\s+)?CUDNN_STATUS_NOT_SUPPORTED\b",
+    r"Check failed: status == CUDNN_STATUS_SUCCESS \(\d+ vs\. 0\)\s+CUDNN_STATUS_NOT_SUPPORTED",
+    r"Error in CuDNN: CUDNN_STATUS_NOT_SUPPORTED",
+    r"CUDNN error\(\d+\), CUDNN_STATUS_NOT_SUPPORTED",
+)
+_NO_ENGINE_TELLS = (
+    "What decides between memory and the library: an out-of-memory or allocation failure "
+    "beside it means memory; without one, the cuDNN loaded does not support this "
+    "computation on this GPU (a version the framework was not built for, or a missing piece)."
+)
 
 
 @dataclass(frozen=True)
@@ -147,6 +165,23 @@ _HANG_REMEDIES = (
     "hide_integrated_gpu",
     "tcc_mode",
     "tdr_registry",
+)
+_LAUNCH_FAILURE = (
+    r"CUDA_ERROR_LAUNCH_FAILED",
+    r"cudaErrorLaunchFailure",
+    r"unspecified launch failure",
+)
+#: What makes an unspecified launch failure a fault rather than the display watchdog's kill:
+#: a GPU that drives no display (a multi-GPU job's ranks, a data-centre model).
+_COMPUTE_GPU = (
+    r"ProcessGroupNCCL|NCCL watchdog|\[Rank \d+\]|\[rank\d+\]",
+    r"Available CUDA devices:\s*\n\s*1/[2-9]",
+    r"\b(?:NVIDIA )?(?:[AHBL]100|H200|A30|A40|A10G?|L4|L40S?|V100|P100|T4|GH200|GB200|Tesla \w+)\b",
+)
+_LAUNCH_FAILURE_TELLS = (
+    "What tells them apart: a GPU that drives a display and a kernel that ran for seconds "
+    "point to the display driver's watchdog (TDR); an Xid in the kernel log (dmesg), a "
+    "compute GPU or a short kernel point to a fault."
 )
 _CUDA_HANG_REMEDIES = (
     "restart_kernel",
@@ -288,6 +323,17 @@ RULES: tuple[Rule, ...] = (
         in_log=True,
     ),
     Rule(
+        "oom.cudnn.no_engine",
+        Kind.OUT_OF_MEMORY,
+        "Out of GPU memory (cuDNN found no engine)",
+        "cuDNN found no algorithm (engine) it could run, and the GPU was out of memory beside "
+        "it: the workspace the algorithms need could not be had. " + _NO_ENGINE_TELLS,
+        _NO_ENGINE,
+        ("smaller_batch", "free_memory", "memory_growth", "mixed_precision"),
+        in_log=True,
+        corroboration=_MEMORY_EVIDENCE,
+    ),
+    Rule(
         "oom.cublas.alloc",
         Kind.OUT_OF_MEMORY,
         "Out of {memory_of} memory (cuBLAS could not start)",
@@ -303,6 +349,19 @@ RULES: tuple[Rule, ...] = (
         "cuDNN could not allocate its workspace.",
         (r"CUDNN_STATUS_ALLOC_FAILED",),
         ("memory_growth", "smaller_batch", "free_memory", "stale_process"),
+        in_log=True,
+    ),
+    Rule(
+        "oom.metal",
+        Kind.OUT_OF_MEMORY,
+        "Out of GPU memory (Metal)",
+        "macOS aborted a Metal command buffer for lack of memory: the GPU's share of the unified "
+        "memory was used up.",
+        (
+            r"kIO(?:GPU|Accel)CommandBufferCallbackErrorOutOfMemory",
+            r"Insufficient Memory \((?:IOAF code 8|0*8:)",
+        ),
+        ("smaller_batch", "free_memory", "mixed_precision", "gradient_accumulation"),
         in_log=True,
     ),
     Rule(
@@ -329,6 +388,36 @@ RULES: tuple[Rule, ...] = (
         ("check_input_pipeline", "smaller_work"),
         types=("KeyboardInterrupt", "WatchdogInterrupt", "UnknownError"),
         after_watchdog_interrupt=True,
+    ),
+    # NVIDIA's Xid catalog decides: a fault code over a timeout, a timeout over a cleanup
+    Rule(
+        "fault.xid",
+        Kind.FAULT,
+        "GPU fault (Xid<< {xid}: {xid_name}>>)",
+        "The NVIDIA driver reported a fault of the GPU or its driver<< (Xid {xid}, {xid_name})>>.",
+        (
+            *xid.signatures("fault", unknown=True),
+            r"fallen off the bus",
+            r"Unable to determine the device handle for GPU",
+            r"\bERROR_GPU_IS_LOST\b",
+        ),
+        ("restart_kernel", "check_hardware", "update_driver"),
+        in_log=True,
+    ),
+    Rule(
+        "hang.xid",
+        Kind.HANG,
+        "The GPU stopped responding (Xid<< {xid}: {xid_name}>>)",
+        "The NVIDIA driver reported that the GPU stopped processing or timed out<< (Xid {xid}, "
+        "{xid_name})>>, and reset the work on it.",
+        (
+            *xid.signatures("hang", "secondary"),
+            r"CTX SWITCH TIMEOUT",
+            r"GSP RM heartbeat timed out",
+            r"Timeout (?:after \d+s of )?waiting for RPC (?:response )?from (?:GPU\d* )?GSP",
+        ),
+        ("restart_kernel", "update_driver", "check_hardware"),
+        in_log=True,
     ),
     Rule(
         "hang.directml.device_hung",
@@ -386,16 +475,25 @@ RULES: tuple[Rule, ...] = (
         in_log=True,
     ),
     Rule(
+        "fault.cuda.launch_failure",
+        Kind.FAULT,
+        "GPU fault: a kernel failed (unspecified launch failure)",
+        "A GPU kernel stopped abnormally on a compute GPU (a multi-GPU job, a data-centre GPU), "
+        "where the display driver's watchdog (TDR) does not run: a fault of the kernel or of "
+        "the GPU's memory. " + _LAUNCH_FAILURE_TELLS,
+        _LAUNCH_FAILURE,
+        ("restart_kernel", "locate_fault", "check_hardware", "update_driver"),
+        in_log=True,
+        corroboration=_COMPUTE_GPU,
+    ),
+    Rule(
         "hang.cuda.launch_failure",
         Kind.HANG,
         "A GPU kernel failed (unspecified launch failure)",
-        "A GPU kernel stopped abnormally: on a GPU that drives a display this is usually the "
-        "display driver's timeout (TDR), otherwise a fault in the kernel.",
-        (
-            r"CUDA_ERROR_LAUNCH_FAILED",
-            r"cudaErrorLaunchFailure",
-            r"unspecified launch failure",
-        ),
+        "A GPU kernel stopped abnormally: on a GPU that drives a display (Windows' WDDM, a "
+        "desktop) this is usually the display driver's watchdog (TDR) killing a long kernel; on "
+        "a compute GPU it is a fault. " + _LAUNCH_FAILURE_TELLS,
+        _LAUNCH_FAILURE,
         (*_CUDA_HANG_REMEDIES[:3], "locate_fault", *_CUDA_HANG_REMEDIES[3:]),
         in_log=True,
     ),
@@ -411,18 +509,15 @@ RULES: tuple[Rule, ...] = (
         cause_in_log=True,
     ),
     Rule(
-        "hang.xid",
+        "hang.rocm.gpu_hang",
         Kind.HANG,
-        "The GPU stopped responding (Xid<< {xid}>>)",
-        "The NVIDIA driver reported that the GPU stopped processing or timed out<< (Xid {xid})>>, "
-        "and reset the work on it.",
+        "The GPU stopped responding (ROCm GPU hang)",
+        "The AMD GPU's queue hung, and the ROCm runtime aborted the process.",
         (
-            r"\bXid \([^)]*\):\s*(?:8|43|45|109|119|120)\b",
-            r"CTX SWITCH TIMEOUT",
-            r"GSP RM heartbeat timed out",
-            r"Timeout (?:after \d+s of )?waiting for RPC (?:response )?from (?:GPU\d* )?GSP",
+            r"HW Exception by GPU node-\d+ \(Agent handle: \S+\) reason ?:GPU Hang",
+            r"reason :GPU Hang",
         ),
-        ("restart_kernel", "update_driver", "check_hardware"),
+        ("restart_kernel", "smaller_work", "update_driver"),
         in_log=True,
     ),
     Rule(
@@ -467,6 +562,44 @@ RULES: tuple[Rule, ...] = (
         in_log=True,
     ),
     Rule(
+        "fault.cublas.execution",
+        Kind.FAULT,
+        "GPU fault: a cuBLAS routine failed",
+        "cuBLAS could not run a matrix routine on the GPU<< ({code})>>: an earlier kernel's "
+        "invalid access (often an index out of range), or a CUDA build older than the GPU.",
+        (r"CUBLAS_STATUS_EXECUTION_FAILED",),
+        ("locate_fault", "check_labels", "restart_kernel", "install_matching_libraries"),
+        in_log=True,
+    ),
+    Rule(
+        "fault.rocm.hardware_exception",
+        Kind.FAULT,
+        "GPU fault (ROCm hardware exception)",
+        "The AMD GPU raised a hardware exception while running a kernel<< ({code})>>: an invalid "
+        "access or instruction; the GPU's queue was aborted.",
+        (
+            r"HSA_STATUS_ERROR_EXCEPTION",
+            r"HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION",
+            r"An HSAIL operation resulted in a hardware exception",
+        ),
+        ("restart_kernel", "locate_fault", "update_driver"),
+        in_log=True,
+    ),
+    Rule(
+        "fault.metal.command_buffer",
+        Kind.FAULT,
+        "GPU fault (Metal command buffer failed)",
+        "macOS reported an internal error of a Metal command buffer, or refused the process's "
+        "work after earlier GPU errors: the operations on it did not complete.",
+        (
+            r"kIO(?:GPU|Accel)CommandBufferCallbackErrorSubmissionsIgnored",
+            r"Ignored \(for causing prior/excessive GPU errors\)",
+            r"Internal Error \(0000000e:Internal Error\)",
+        ),
+        ("restart_kernel", "allow_cpu", "update_driver"),
+        in_log=True,
+    ),
+    Rule(
         "fault.cuda.device_assert",
         Kind.FAULT,
         "GPU fault: device-side assert",
@@ -504,15 +637,6 @@ RULES: tuple[Rule, ...] = (
         ("restart_kernel", "check_hardware"),
         in_log=True,
     ),
-    Rule(
-        "fault.xid",
-        Kind.FAULT,
-        "GPU driver error (Xid<< {xid}>>)",
-        "The NVIDIA driver reported Xid<< {xid}>>, an error of the GPU or the driver.",
-        (r"\bXid\b", r"fallen off the bus"),
-        ("restart_kernel", "check_hardware", "update_driver"),
-        in_log=True,
-    ),
     # ---- the framework and the driver or libraries do not match ----
     Rule(
         "mismatch.cuda.driver_too_old",
@@ -524,6 +648,7 @@ RULES: tuple[Rule, ...] = (
             r"cudaErrorInsufficientDriver",
             r"The NVIDIA driver on your system is too old",
             r"CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
+            r"(?i)requires a minimum (?:NVIDIA )?driver version of \d+",
         ),
         ("update_driver_for_cuda", "install_matching_libraries"),
         in_log=True,
@@ -582,7 +707,8 @@ RULES: tuple[Rule, ...] = (
             r"Could not (?:load library|locate) (?:cudnn|cublas|cudart)\w*\.dll",
             r"libd3d12\.so: cannot open shared object file",
             r"Could not load DirectML",
-            r"Unable to load (?:cuDNN|cuBLAS|CUDA)\b",
+            r"Unable to load (?:cuDNN|cuBLAS)\b",
+            r"(?<!backend failed to initialize: )Unable to load CUDA\b",
         ),
         ("install_matching_libraries", "check_gpu_visible"),
         in_log=True,
@@ -603,6 +729,16 @@ RULES: tuple[Rule, ...] = (
             r"Fail to find the dnn implementation",
         ),
         ("memory_growth", "install_matching_libraries", "restart_kernel"),
+        in_log=True,
+        cause_in_log=True,
+    ),
+    Rule(
+        "mismatch.cudnn.no_engine",
+        Kind.MISMATCH,
+        "cuDNN found no engine for this computation",
+        "cuDNN found no algorithm (engine) it could run for this computation. " + _NO_ENGINE_TELLS,
+        _NO_ENGINE,
+        ("install_matching_libraries", "memory_growth", "update_driver"),
         in_log=True,
         cause_in_log=True,
     ),
@@ -677,6 +813,68 @@ RULES: tuple[Rule, ...] = (
         in_log=True,
     ),
     Rule(
+        "no_gpu.jax.backend_failed",
+        Kind.NO_GPU,
+        "JAX cannot use the GPU",
+        "JAX's CUDA backend failed to start, so JAX runs on the CPU<< ({code})>>.",
+        (
+            r"CUDA backend failed to initialize",
+            r"Unable to initialize backend '(?:cuda|gpu)'",
+        ),
+        ("install_gpu_jax", "check_gpu_visible", "allow_cpu"),
+        in_log=True,
+    ),
+    Rule(
+        "no_gpu.torch.cuda_init",
+        Kind.NO_GPU,
+        "PyTorch cannot use the GPU",
+        "PyTorch could not initialise CUDA and set the number of GPUs to zero: the driver did not "
+        "answer (a driver being updated, a container without the GPU, a suspended machine).",
+        (
+            r"CUDA initialization: (?:CUDA unknown error|Unexpected error from cudaGetDeviceCount)",
+            r"CUDA unknown error - this may be due to an incorrectly set up environment",
+        ),
+        ("reload_driver", "check_gpu_visible", "allow_cpu"),
+        in_log=True,
+    ),
+    Rule(
+        "no_gpu.torch.cpu_build",
+        Kind.NO_GPU,
+        "This PyTorch has no CUDA",
+        "The installed PyTorch is a CPU-only build: it has no CUDA kernels<< (it cannot run "
+        "{op})>>, so a model or tensor on 'cuda' cannot work.",
+        (
+            r"Could not run '[\w:.]+' with arguments from the 'CUDA' backend",
+            r"module 'torch\._C' has no attribute '_cuda_\w+'",
+        ),
+        ("install_gpu_pytorch", "allow_cpu"),
+        types=("NotImplementedError", "AttributeError", "RuntimeError"),
+    ),
+    Rule(
+        "no_gpu.mps.unavailable",
+        Kind.NO_GPU,
+        "The Apple GPU (MPS) is not available",
+        "PyTorch's MPS backend cannot run here: it needs Apple silicon or an AMD GPU on a recent "
+        "macOS, and a PyTorch built with MPS.",
+        (
+            r"The MPS backend is supported on MacOS \d+(?:\.\d+)?\+",
+            r"Is MPS available\?\s*False",
+        ),
+        ("mps_macos", "allow_cpu"),
+    ),
+    Rule(
+        "no_gpu.docker.no_runtime",
+        Kind.NO_GPU,
+        "The container has no GPU",
+        "The container runtime could not give the container a GPU: the NVIDIA Container "
+        "Toolkit is missing, or the host's driver is not loaded.",
+        (
+            r'could not select device driver "" with capabilities: \[\[gpu\]\]',
+            r"nvidia-container-cli: initialization error: nvml error: driver not loaded",
+        ),
+        ("container_gpu_runtime", "check_gpu_visible"),
+    ),
+    Rule(
         "no_gpu.tf.device_pinned",
         Kind.NO_GPU,
         "The cell asks for a GPU that is not there",
@@ -731,6 +929,16 @@ RULES: tuple[Rule, ...] = (
             r"Matrix size-incompatible",
             r"Dimensions of inputs should match",
             r"required broadcastable shapes",
+            r"dot_general requires (?:contracting dimensions|lhs batch dimensions and rhs batch "
+            r"dimensions) to have the same shape",
+            r"\b\w+ got incompatible shapes for broadcasting",
+            r"Incompatible shapes for (?:broadcasting|dot)",
+            r"must match the size of tensor \w+ \(\d+\) at non-singleton dimension",
+            r"shape '\[[^\]]*\]' is invalid for input of size \d+",
+            r"expected input\[[\d, ]+\] to have \d+ channels, but got \d+ channels",
+            r"Expected \d+-dimensional input for \d+-dimensional weight",
+            r"input to \w+, but got input of size",
+            r"Shapes must be equal rank",
         ),
         ("check_shapes",),
     ),
@@ -744,6 +952,10 @@ RULES: tuple[Rule, ...] = (
             r"expected to be a \w+ tensor but is a \w+ tensor",
             r"has type \w+ that does not match (?:expected )?type",
             r"Tensor conversion requested dtype \w+ for Tensor with dtype \w+",
+            r"expected scalar type \w+ but found \w+",
+            r"Expected object of scalar type \w+ but got scalar type \w+ for argument",
+            r"Found dtype \w+ but expected \w+",
+            r"result type \w+ can't be cast to the desired output type \w+",
         ),
         ("cast_dtype", "check_shapes"),
     ),
@@ -751,11 +963,13 @@ RULES: tuple[Rule, ...] = (
         "data.keras_input",
         Kind.DATA,
         "Data error: input does not fit the model",
-        "The data's shape does not match the model's input<< (expected {shapes})>>; the GPU is "
-        "not involved.",
+        "The data's shape does not match the model's input<< (expected {shapes})>><< (expected "
+        "{expected_ndim} dimensions, given {found_ndim})>>; the GPU is not involved.",
         (
             r"Input \d+ of layer .* is incompatible with the layer",
+            r"Input \d+ is incompatible with layer \S+: expected",
             r"expected shape=\([^)]*\), found shape=",
+            r"expected (?:min_|max_)?ndim=\d+, found ndim=\d+",
         ),
         ("check_shapes",),
     ),
@@ -770,6 +984,11 @@ RULES: tuple[Rule, ...] = (
             r"logits and labels must be broadcastable",
             r"Shapes \([^)]*\) and \([^)]*\) are incompatible",
             r"Arguments `target` and `output` must have the same (?:rank|shape)",
+            r"Target size \(torch\.Size\(\[[^\]]*\]\)\) must be the same as input size",
+            r"Using a target size \(torch\.Size\(\[[^\]]*\]\)\) that is different to the input "
+            r"size",
+            r"Expected input batch_size \(\d+\) to match target batch_size \(\d+\)",
+            r"multi-target not supported",
         ),
         ("check_shapes",),
     ),
@@ -786,14 +1005,40 @@ RULES: tuple[Rule, ...] = (
         ("check_labels", "check_shapes"),
     ),
     Rule(
+        "data.index_out_of_range",
+        Kind.DATA,
+        "Data error: an index is out of range",
+        "An index given to an embedding, a lookup or a loss is at or above the number of rows or "
+        "classes it has (a token id past the vocabulary, a label past the classes); the GPU is "
+        "not involved.",
+        (r"\bindex out of range in self\b", r"\bTarget -?\d+ is out of bounds"),
+        ("check_labels", "check_shapes"),
+        types=("IndexError",),
+    ),
+    Rule(
+        "data.no_adapter",
+        Kind.DATA,
+        "Data error: fit cannot read this input",
+        "Keras has no adapter for the type of data given to fit<< ({input_types})>>: lists of "
+        "arrays, dicts of lists or an object of its own are not read as batches; the GPU is not "
+        "involved.",
+        (
+            r"Failed to find data adapter that can handle input",
+            r"Unrecognized data type: x=",
+        ),
+        ("convert_input", "check_shapes"),
+    ),
+    Rule(
         "data.batch_shapes",
         Kind.DATA,
         "Data error: elements of a batch differ in shape",
-        "tf.data could not stack elements of different shapes<< ({first_shape} and {other_shape})>> "
-        "into one batch; the GPU is not involved.",
+        "The elements of a batch differ in shape<< ({first_shape} and {other_shape})>>, so they "
+        "cannot be stacked into one (tf.data's batch, PyTorch's default collate); the GPU is not "
+        "involved.",
         (
             r"Cannot batch tensors with different shapes in component",
             r"Cannot add tensor to the batch: number of elements does not match",
+            r"stack expects each tensor to be equal size, but got",
         ),
         ("pad_batches", "check_shapes"),
     ),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -51,6 +52,8 @@ class Machine:
         Windows' ``TdrDelay`` and ``TdrLevel`` where set.
     process_name
         The name of a process by pid, ``None`` when it cannot be told.
+    read_kernel_log
+        This boot's kernel log (Linux), ``None`` when this user may not read it.
     """
 
     environ: Mapping[str, str]
@@ -65,6 +68,7 @@ class Machine:
     read_registry: Callable[[], Mapping[str, int]] = dict
     process_name: Callable[[int], str | None] = lambda pid: None
     pid: int = 0
+    read_kernel_log: Callable[[], str | None] = lambda: None
 
     @classmethod
     def this_one(cls) -> Machine:
@@ -86,6 +90,7 @@ class Machine:
             read_registry=read_tdr_registry if sys.platform == "win32" else dict,
             process_name=process_name,
             pid=os.getpid(),
+            read_kernel_log=read_kernel_log if sys.platform == "linux" else lambda: None,
         )
 
 
@@ -94,6 +99,25 @@ def installed_version(distribution: str) -> str | None:
         return metadata.version(distribution)
     except metadata.PackageNotFoundError:
         return None
+
+
+#: The commands that print this boot's kernel log, the first that may run wins; each is
+#: refused, not prompted, where the log is restricted (``kernel.dmesg_restrict``).
+KERNEL_LOG_COMMANDS = (("dmesg",), ("journalctl", "-k", "-b", "--no-pager", "-q"))
+KERNEL_LOG_TIMEOUT_S = 10
+
+
+def read_kernel_log() -> str | None:
+    for command in KERNEL_LOG_COMMANDS:
+        try:
+            done = subprocess.run(
+                command, capture_output=True, text=True, timeout=KERNEL_LOG_TIMEOUT_S, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if done.returncode == 0 and done.stdout:
+            return done.stdout
+    return None
 
 
 def process_name(pid: int) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from . import check_gpus, check_memory, check_software, check_watchdog
+from . import check_driver_log, check_gpus, check_memory, check_software, check_watchdog
 from .findings import Findings
 from .machine import Machine
 from .model import Check, Report, Status, Verdict
@@ -25,6 +25,7 @@ CHECKS: tuple[tuple[str, str, CheckFunction], ...] = (
     ("memory_settings", "Memory settings", check_memory.memory_settings),
     ("other_processes", "Other processes on the GPUs", check_memory.other_processes),
     ("gpu_watchdog", "GPU watchdog", check_watchdog.gpu_watchdog),
+    ("driver_errors", "GPU driver errors (Xid)", check_driver_log.driver_errors),
 )
 
 

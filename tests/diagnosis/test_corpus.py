@@ -49,6 +49,28 @@ def test_the_split_holds_out_a_third_of_every_large_kind():
         assert 0.2 <= len(held) / len(of_kind) <= 0.45, kind
 
 
+#: Issue 25's families of what people paste, gathered in the corpus' third round.
+ROUND_THREE = (
+    "data-other-frameworks",
+    "hang-fault-beyond-cuda",
+    "xid-table",
+    "no-gpu-logs",
+    "cudnn-no-engine",
+    "gpu-words-ordinary",
+    "launch-failure",
+)
+
+
+def test_every_family_of_the_third_round_holds_out_five_cases_beside_its_controls():
+    third_round = [case for case in CASES if case.sidecar["family"] in ROUND_THREE]
+    assert len(third_round) >= 120
+    controls = [case for case in third_round if case.expected_rule == "unknown"]
+    assert len(controls) >= 120 // 3
+    for family in ROUND_THREE:
+        held = [case for case in third_round if case.sidecar["family"] == family and case.held_out]
+        assert len(held) >= 5, family
+
+
 def test_the_corpus_is_large_and_every_case_names_its_source():
     assert len(CASES) >= 300
     assert len(NEGATIVES) >= 60

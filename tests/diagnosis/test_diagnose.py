@@ -299,3 +299,114 @@ def test_the_title_names_the_device_the_error_names_or_the_cpu_a_simulated_gpu_s
     TensorFlow's said CPU."""
     device = DeviceMemory(0, "GPU", 8 * 2**30, 2**30, None, simulated=simulated)
     assert diagnose(text, Context(devices=(device,))).title == title
+
+
+LAUNCH_FAILURE = "RuntimeError: CUDA error: unspecified launch failure"
+
+
+@pytest.mark.parametrize(
+    ("evidence", "kind"),
+    [
+        ("", Kind.HANG),  # nothing tells: the display watchdog's kill is the likelier
+        ("OS: Microsoft Windows 10 Pro", Kind.HANG),
+        (
+            "[rank1]: ProcessGroupNCCL.cpp:1895] Process group watchdog thread terminated",
+            Kind.FAULT,
+        ),
+        ("name: NVIDIA A100-SXM4-80GB", Kind.FAULT),
+        ("NVRM: Xid (PCI:0000:01:00): 31, pid=1, name=python, Ch 00000008", Kind.FAULT),
+        ("NVRM: Xid (PCI:0000:01:00): 109, errorString CTX SWITCH TIMEOUT", Kind.HANG),
+    ],
+)
+def test_an_unspecified_launch_failure_is_a_hang_or_a_fault_by_its_evidence(evidence, kind):
+    """Issue 25: a launch failure is the display watchdog's kill on a GPU that drives a display,
+    a fault on a compute GPU; the card says what tells them apart."""
+    found = diagnose(f"{evidence}\n{LAUNCH_FAILURE}", Context())
+    assert found.kind is kind
+    if found.rule_id.endswith("launch_failure"):
+        assert "What tells them apart" in found.summary
+
+
+NO_ENGINE = "RuntimeError: GET was unable to find an engine to execute this computation"
+
+
+def test_cudnn_without_an_engine_is_memory_only_when_memory_ran_out_beside_it():
+    assert diagnose(NO_ENGINE, Context()).rule_id == "mismatch.cudnn.no_engine"
+    with_memory = NO_ENGINE + "; cuDNN error: CUDNN_STATUS_ALLOC_FAILED"
+    assert diagnose(with_memory, Context()).rule_id == "oom.cudnn.no_engine"
+    warning = (
+        "UserWarning: Plan failed with a cudnnException: CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR: "
+        "cudnnFinalize Descriptor Failed cudnn_status: CUDNN_STATUS_NOT_SUPPORTED"
+    )
+    assert diagnose(warning, Context()).kind is Kind.UNKNOWN
+
+
+@pytest.mark.parametrize(
+    ("text", "rule_id", "facts"),
+    [
+        (
+            "RuntimeError: stack expects each tensor to be equal size, but got [3, 288, 224] "
+            "at entry 0 and [3, 320, 256] at entry 1",
+            "data.batch_shapes",
+            {"first_shape": "[3, 288, 224]", "other_shape": "[3, 320, 256]"},
+        ),
+        (
+            "RuntimeError: expected scalar type Long but found Float",
+            "data.dtype_mismatch",
+            {"expected_dtype": "Long", "found_dtype": "Float"},
+        ),
+        (
+            "ValueError: Target size (torch.Size([128])) must be the same as input size "
+            "(torch.Size([256]))",
+            "data.logits_labels",
+            {"labels_shape": "[128]", "output_shape": "[256]"},
+        ),
+        (
+            "TypeError: dot_general requires contracting dimensions to have the same shape, "
+            "got (1041,) and (1029,).",
+            "data.incompatible_shapes",
+            {"shapes": "(1041,) and (1029,)"},
+        ),
+        (
+            "ValueError: Input 0 is incompatible with layer conv2d_1: expected ndim=4, found ndim=3",
+            "data.keras_input",
+            {"expected_ndim": 4, "found_ndim": 3},
+        ),
+        (
+            "ValueError: Unrecognized data type: x=[10.0] (of type <class 'list'>)",
+            "data.no_adapter",
+            {"input_types": "<class 'list'>"},
+        ),
+        ("IndexError: index out of range in self", "data.index_out_of_range", {}),
+        ("IndexError: Target 10 is out of bounds.", "data.index_out_of_range", {}),
+        (
+            "RuntimeError: The size of tensor a (32) must match the size of tensor b (64) at "
+            "non-singleton dimension 0",
+            "data.incompatible_shapes",
+            {},
+        ),
+        (
+            "RuntimeError: Given groups=1, weight of size [64, 3, 7, 7], expected input[1, 4, 224, "
+            "224] to have 3 channels, but got 4 channels instead",
+            "data.incompatible_shapes",
+            {},
+        ),
+        ("RuntimeError: Found dtype Double but expected Float", "data.dtype_mismatch", {}),
+        (
+            "ValueError: Expected input batch_size (32) to match target batch_size (64).",
+            "data.logits_labels",
+            {},
+        ),
+        (
+            "TypeError: Incompatible shapes for dot: got (3, 4) and (5, 6).",
+            "data.incompatible_shapes",
+            {},
+        ),
+    ],
+)
+def test_a_data_error_of_pytorch_jax_or_keras_3_is_a_data_card_with_what_it_names(
+    text, rule_id, facts
+):
+    found = diagnose(text, Context())
+    assert (found.rule_id, found.kind, found.is_gpu_failure) == (rule_id, Kind.DATA, False)
+    assert {name: found.facts[name] for name in facts} == facts

@@ -82,7 +82,8 @@ def machine(
     tensorflow: FrameworkView | None = None,
     **changes: Any,
 ) -> Machine:
-    """A Linux machine with one A100, TensorFlow 2.20's CUDA build and matching libraries."""
+    """A Linux machine with one A100, TensorFlow 2.20's CUDA build and matching libraries, and
+    no Xid in its kernel log."""
     if nvml is None:
         nvml = make_fake_nvml([FakeGpu()] if gpus is None else gpus, cuda_driver=12080)
     views = {"tensorflow": tensorflow or tensorflow_view()}
@@ -108,6 +109,7 @@ def machine(
         "modules": {},
         "process_name": {4242: "python3"}.get,
         "pid": 1000,
+        "read_kernel_log": lambda: "[    0.000000] Linux version 6.1.0-x86_64\n",
     }
     inputs.update(changes)
     return Machine(**inputs)

@@ -586,3 +586,53 @@ def test_jaxs_cuda_plugin_is_checked_without_tensorflow(backend, status, found):
     assert report.check("tensorflow_build").verdict.found == (
         "not installed, and not needed: Keras runs on JAX"
     )
+
+
+XID_LOG = """\
+[ 1843.308145] NVRM: GPU at PCI:0000:01:00: GPU-af4f89ae-d08b-1b53-9938-c9ed209a3513
+[22859.081860] NVRM: Xid (PCI:0000:01:00): 13, pid=14292, name=python, Graphics SM Warp Exception
+[22859.081861] NVRM: Xid (PCI:0000:01:00): 109, pid=14292, name=python, CTX SWITCH TIMEOUT
+[23203.142515] r8169 0000:03:00.0 eth0: RTL8125B, XID 641, IRQ 51
+"""
+
+
+def test_the_kernel_logs_xids_are_read_with_nvidias_catalog():
+    """Issue 25: the catalog the diagnosis reads pasted Xids with, the doctor reads the log with."""
+    check = run_doctor(machine(read_kernel_log=lambda: XID_LOG)).check("driver_errors")
+    assert check.status is Status.WARNING
+    assert "Xid 13 (Graphics engine exception)" in check.verdict.found
+    assert check.verdict.details[:2] == (
+        "Xid 13 (Graphics engine exception, fault): 1 time",
+        "Xid 109 (Context switch timeout, hang): 1 time",
+    )
+    assert [remedy.id for remedy in check.verdict.remedies] == ["check_hardware", "update_driver"]
+
+
+def test_a_gpu_that_fell_off_the_bus_is_a_problem_and_a_clean_log_is_ok():
+    fallen = "NVRM: Xid (PCI:0000:44:00): 79, pid=1, GPU has fallen off the bus."
+    assert run_doctor(machine(read_kernel_log=lambda: fallen)).check("driver_errors").status is (
+        Status.PROBLEM
+    )
+    clean = run_doctor(machine(read_kernel_log=lambda: "[    0.000000] Linux version 6.1\n"))
+    assert clean.check("driver_errors").status is Status.OK
+
+
+def test_a_kernel_log_this_user_may_not_read_says_how_to_look_and_windows_has_no_row():
+    unreadable = run_doctor(machine(read_kernel_log=lambda: None)).check("driver_errors")
+    assert unreadable.status is Status.UNKNOWN
+    assert "sudo dmesg | grep -i xid" in unreadable.verdict.found
+    windows = run_doctor(machine(platform="win32", read_kernel_log=lambda: XID_LOG))
+    assert "driver_errors" not in [check.id for check in windows.checks]
+
+
+def test_the_kernel_log_is_read_by_the_first_command_allowed_to(monkeypatch):
+    from ipy_gpuguard.doctor import machine as machine_module
+
+    monkeypatch.setattr(
+        machine_module,
+        "KERNEL_LOG_COMMANDS",
+        (("false",), ("no-such-command-here",), ("echo", "NVRM: Xid (PCI:0000:01:00): 31")),
+    )
+    assert machine_module.read_kernel_log() == "NVRM: Xid (PCI:0000:01:00): 31\n"
+    monkeypatch.setattr(machine_module, "KERNEL_LOG_COMMANDS", (("false",),))
+    assert machine_module.read_kernel_log() is None

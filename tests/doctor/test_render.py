@@ -41,7 +41,7 @@ def test_text_has_a_line_per_check_with_its_status_and_wraps_to_the_width():
     text = report_text(report, width=80)
     lines = text.splitlines()
     assert lines[0] == summary_text(report)
-    assert summary_text(report).startswith("GPU environment: 2 problems, 2 warnings, 6 ok")
+    assert summary_text(report).startswith("GPU environment: 2 problems, 2 warnings, 7 ok")
     heads = [line for line in lines if line[:1] in "✓!✗?" and line.strip()]
     assert [line.split("  ")[0] for line in heads] == [
         f"{SYMBOLS[check.status]} {check.status.value}" for check in report.checks
@@ -59,14 +59,14 @@ def test_html_escapes_what_came_from_the_machine():
     html = report_html(troubled_report())
     assert "<script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert html.count('<tr data-check="') == 10
+    assert html.count('<tr data-check="') == 11
 
 
 def test_data_is_json_with_every_check_and_its_remedies():
     report = troubled_report()
     data = json.loads(json.dumps(report_data(report)))
     assert data["exit_status"] == 1
-    assert data["counts"] == {"ok": 6, "warning": 2, "problem": 2, "could not check": 0}
+    assert data["counts"] == {"ok": 7, "warning": 2, "problem": 2, "could not check": 0}
     assert [check["id"] for check in data["checks"]] == [check.id for check in report.checks]
     gpu = next(check for check in data["checks"] if check["id"] == "tensorflow_gpu")
     assert gpu["status"] == "problem"
@@ -93,7 +93,7 @@ def test_the_controls_filter_and_check_again_by_redrawing_the_report():
     controls.filter.value = "attention"
     assert rows() == 4
     controls.filter.value = "all"
-    assert rows() == 10
+    assert rows() == 11
     controls.filter.value = "attention"
     controls.button.click()
     assert seen_during == [(True, "<i>Importing TensorFlow in a child process…</i>")]
@@ -101,7 +101,7 @@ def test_the_controls_filter_and_check_again_by_redrawing_the_report():
     assert controls.button.disabled is False
     assert controls.status.value == ""
     assert rows() == 0  # nothing needs attention now
-    assert "10 ok" in shown[-1]._repr_mimebundle_()["text/html"]
+    assert "11 ok" in shown[-1]._repr_mimebundle_()["text/html"]
 
 
 def test_the_report_is_a_static_display_and_the_controls_hold_no_words():
