@@ -108,6 +108,7 @@ KERNEL_LOG_TIMEOUT_S = 10
 
 
 def read_kernel_log() -> str | None:
+    """This boot's kernel log from the first command allowed to print it, else ``None``."""
     for command in KERNEL_LOG_COMMANDS:
         try:
             done = subprocess.run(
