@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from .model import Kind
-
 #: Where an Xid code is written: the driver's line, a device plugin's, a monitor's, and the
 #: code a cleanup names as its cause. ``XID 641`` of a network driver's line is not one.
 _XID_PATTERNS = (
@@ -41,11 +39,6 @@ class Xid:
     kind: str
     name: str
     action: str
-
-    @property
-    def diagnosis_kind(self) -> Kind:
-        """A secondary code alone says only that the driver stopped the work: a hang."""
-        return Kind.FAULT if self.kind == "fault" else Kind.HANG
 
 
 @dataclass(frozen=True)

@@ -30,10 +30,11 @@ def driver_errors(findings: Findings) -> Verdict | None:
             f"this user may not read the kernel log (dmesg, journalctl -k); {_LOOK_BY_HAND}",
         )
     lines = [line for line in log.splitlines() if codes_in([line])]
-    chosen = decisive(codes_in(lines))
+    codes = codes_in(lines)
+    chosen = decisive(codes)
     if chosen is None:
         return Verdict(Status.OK, "no Xid in this boot's kernel log")
-    counts = Counter(codes_in(lines))
+    counts = Counter(codes)
     details = tuple(
         f"Xid {code} ({catalog().entry(code).name}, {catalog().entry(code).kind}): "
         f"{count} time{'s' if count > 1 else ''}"
