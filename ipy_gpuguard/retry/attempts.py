@@ -5,24 +5,33 @@ defined, and runs the cell through the shell, guarded like any other. The sessio
 it ended and frees what a failure pinned, so this module only decides: which size next, whether
 memory came back, when to stop, and what worked, which it remembers.
 
-A search for the largest size that fits tries each size with a probe (:mod:`.probe`: a few
-training steps, then undone), and then runs the cell once, whole, at the size it found. A cell
-whose training the heartbeat does not see (no Keras ``fit``) is searched by whole runs.
+A search for the largest size that fits measures each size with the guard's own training calls
+(:mod:`.measure`: a few steps of the cell's ``fit``, on its model and data, then put back),
+never through the cell, and then runs the cell once, whole, at the size it found. A cell whose
+sizes cannot be measured so (no Keras ``fit``, several, data that batches itself) is searched
+by whole runs, the model of an earlier cell put back as it was before the cell ahead of each.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from ..protocol import AttemptRecord, Reclaim
+from ..protocol import AttemptRecord
 from .find import BatchFinding
 from .memory import BatchMemory, Remembered
-from .probe import PROBE_STEPS, FitProbe
+from .outcome import RunOutcome
+from .probe import BeforeTheSearch, FitWatch
 from .resolve import BatchTarget, Literal
 from .rewrite import Rewrite, rewrite
 from .search import BatchSearch, SearchSettings, Step, Trial
+
+if TYPE_CHECKING:
+    from .measure import FitCall
 
 #: Memory still held after freeing, beyond the allocator's bytes before the cell, above which
 #: a retry in this kernel would fail again: this share of the device, and at least this much.
@@ -32,29 +41,23 @@ HELD_FLOOR_BYTES = 256 * 2**20
 
 #: The most probes one search makes (each is a few training steps, not a run).
 MAX_PROBES = 32
-#: The card's note when the search could not probe.
-WHOLE_RUNS = (
-    "Each size was a whole run: the cell's training is not a Keras fit the guard can stop "
-    "after a few steps (a custom loop, or a framework the heartbeat does not see)."
+#: The card's note when the search could not measure sizes with its own calls: ``{why}``.
+WHOLE_RUNS = "Each size was a whole run of the cell: {why}."
+#: What a whole run of the cell that raised nothing but left a ``fit`` unfinished says.
+FIT_CUT = "its fit did not run to its end (an error caught in the cell, or under %%capture)"
+#: The card's note when the person's Stop came during a whole run of a search.
+STOPPED_IN_A_RUN = (
+    "The Stop came during a run of the cell: the model of an earlier cell is put back as it "
+    "was before the cell."
+)
+#: The card's note when the person's Stop came while the guard measured a size.
+STOPPED_IN_A_PROBE = (
+    "The Stop came while the guard measured a size: the model is as the cell's last whole run "
+    "left it."
 )
 
 #: Wraps one attempt's run: gets the run, returns its outcome.
 AroundRun = Callable[[Callable[[], "RunOutcome"]], "RunOutcome"]
-
-
-@dataclass
-class RunOutcome:
-    """How one attempt's run ended, filled in by the session when the run finishes."""
-
-    finished: bool = False
-    error: str | None = None  # "TypeName: message" of a failure
-    out_of_memory: bool = False
-    fit_fraction: float | None = None
-    peak_bytes: int | None = None
-    allocator_after_bytes: int | None = None  # after freeing a failure's memory
-    reclaimed: Reclaim | None = None  # what that freeing gave back, as the card says it
-    interrupted: bool = False  # the person's Stop reached the run: no further attempt
-    probed: bool = False  # a probe the guard ended after its steps (not a failure)
 
 
 @dataclass(frozen=True)
@@ -94,25 +97,49 @@ class RetrySetup:
     memory: BatchMemory | None = None
     memory_key: str = ""
     replicas: int = 1  # a tf.distribute strategy's, which split the batch evenly
-    #: Whether the namespace held an object before the search (a generator a probe may use up).
+    #: Whether the namespace held an object before the search (a model it puts back).
     defined_before: Callable[[object], bool] = lambda value: False
+    #: The ``fit`` the guard's own calls measure sizes with, from the run that failed or fitted.
+    fit_call: FitCall | None = None
+    #: The state of the models of earlier cells before the cell first ran, where it was kept.
+    before: BeforeTheSearch | None = None
+
+
+@dataclass(frozen=True)
+class Runners:
+    """How a retry's attempts run. ``run`` runs a rewritten cell whole, its ``fit`` calls noted
+    by a watch, and says how it ended; ``measure`` measures a size of the cell's ``fit`` with
+    the guard's own calls; ``hold`` holds the person's Stop while the guard puts a model back."""
+
+    run: Callable[[Rewrite, FitWatch], RunOutcome]
+    measure: Callable[[FitCall, int], RunOutcome] | None = None
+    hold: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
+    #: Lets go of what ``measure`` holds of the model once a search is over.
+    forget: Callable[[], None] = lambda: None
 
 
 @dataclass
 class CellRetry:
-    """The retries of one cell; ``run`` runs a rewritten cell, watched by a probe, and says how
-    it ended. ``probing``: whether a search may probe (until a run shows no Keras ``fit``)."""
+    """The retries of one cell, run by ``runners``."""
 
     setup: RetrySetup
-    run: Callable[[Rewrite, FitProbe], RunOutcome]
+    runners: Runners
     find_max: bool = False
     search: BatchSearch = field(init=False)
     attempts: list[Attempt] = field(default_factory=list)
-    probing: bool = True
     notes: list[str] = field(default_factory=list)
+    fit_call: FitCall | None = field(init=False)
+    before: BeforeTheSearch = field(init=False)
 
     def __post_init__(self) -> None:
         self.search = self._new_search(self.find_max)
+        self.fit_call = self.setup.fit_call
+        self.before = self.setup.before or BeforeTheSearch()
+
+    @property
+    def probing(self) -> bool:
+        """Whether a search measures sizes with the guard's own calls."""
+        return self.fit_call is not None and self.runners.measure is not None
 
     @property
     def target(self) -> BatchTarget:
@@ -123,54 +150,92 @@ class CellRetry:
         """The size the next click would try."""
         return self.search.next_step(runs_left)
 
-    def began_with(self, outcome: RunOutcome, probe: bool) -> None:
-        """The cell's own run at its size, which fitted (a probe, with ``--find-max``): the
-        first row of a search's table. Its trial is the setup's first."""
+    def began_with(self, outcome: RunOutcome) -> None:
+        """The cell's own whole run at its size, which fitted: the first row of a search's
+        table. Its trial is the setup's first."""
         size = self.setup.current_size
-        self.attempts.append(Attempt(size, outcome, self.rewrite(size), probe))
+        self.attempts.append(Attempt(size, outcome, self.rewrite(size)))
 
     def attempt(self, size: int, around: AroundRun | None = None, probe: bool = False) -> Attempt:
-        """Run the cell once with ``size``, whole or as a probe; record it, and remember it
-        when a whole run fits.
+        """Measure ``size`` with the guard's own calls (``probe``), or run the cell once with
+        it, whole; record it, and remember it when a whole run fits.
 
-        ``around`` wraps the run (a card runs it inside its output area).
+        ``around`` wraps a whole run (a card runs it inside its output area).
         """
         rewritten = self.rewrite(size)
-        watch = FitProbe(PROBE_STEPS if probe else None, self.setup.defined_before)
-        outcome = (
-            around(lambda: self.run(rewritten, watch)) if around else self.run(rewritten, watch)
-        )
-        watch.restore()
-        attempt = Attempt(size, outcome, rewritten, watch.probed)
+        measure = self.runners.measure
+        outcome, watch = None, None
+        if probe and self.fit_call is not None and measure is not None:
+            outcome = measure(self.fit_call, size)
+            if _unmeasured(outcome):  # the guard's own fit failed: the cell's run will tell
+                self.by_whole_runs(
+                    f"measuring {size} with the guard's own fit failed ({outcome.error})"
+                )
+                outcome = None
+        if outcome is None:
+            outcome, watch = self._run_whole(rewritten, around)
+        attempt = Attempt(size, outcome, rewritten, outcome.probed)
         self.attempts.append(attempt)
+        one_batch = watch.one_batch if watch is not None else size >= self._samples()
         self.search.record(
-            Trial(size, attempt.fits, outcome.peak_bytes, outcome.fit_fraction, watch.one_batch)
+            Trial(size, attempt.fits, outcome.peak_bytes, outcome.fit_fraction, one_batch)
             if outcome.out_of_memory or attempt.fits
             else Trial(size, False)
         )
-        self._note(watch, attempt)
         if attempt.fits and not attempt.probe:
             self._remember(attempt)
         return attempt
 
-    def by_whole_runs(self) -> None:
-        """A run of the cell fitted without a Keras ``fit``: search by whole runs."""
-        if self.probing:
-            self.probing = False
-            self.notes.append(WHOLE_RUNS)
+    def _run_whole(
+        self, rewritten: Rewrite, around: AroundRun | None
+    ) -> tuple[RunOutcome, FitWatch]:
+        """Run the cell whole, the models of earlier cells put back as they were before it;
+        a run whose ``fit`` did not reach its end did not fit, whatever the cell raised."""
+        hold, run = self.runners.hold, self.runners.run
+        with hold():
+            self.before.restore()
+        watch = FitWatch(self.setup.defined_before, self.before)
+        outcome = around(lambda: run(rewritten, watch)) if around else run(rewritten, watch)
+        if outcome.interrupted:
+            with hold():
+                self.before.restore()  # a run cut short trains nothing that stays
+            self._note(STOPPED_IN_A_RUN if self.before.models else "")
+        elif outcome.finished and outcome.error is None and not watch.all_ended:
+            outcome.error = FIT_CUT
+        self._learn(watch)
+        return outcome, watch
 
-    def _note(self, watch: FitProbe, attempt: Attempt) -> None:
-        """What the card says of how the search went: whole runs, and why; a generator used up."""
-        if watch.steps is not None and attempt.fits and not watch.saw_fit:
-            self.by_whole_runs()
+    def _learn(self, watch: FitWatch) -> None:
+        """What a whole run showed: the ``fit`` to measure sizes with, or why there is none;
+        a generator of an earlier cell that its ``fit`` used up."""
+        if watch.measurable is not None:
+            self.fit_call = watch.measurable
+        elif self.fit_call is None or watch.saw_fit:
+            self.by_whole_runs(watch.why_not_measured)
         consumed = watch.consumed_input
         if consumed is not None:
-            note = (
-                f"The probes drew batches from the {consumed} given to fit, which an earlier "
+            self._note(
+                f"The runs drew batches from the {consumed} given to fit, which an earlier "
                 "cell made: it cannot be rewound, so what they drew is gone from it."
             )
-            if note not in self.notes:
-                self.notes.append(note)
+
+    def _samples(self) -> int:
+        return self.fit_call.samples if self.fit_call is not None else 1 << 62
+
+    def _note(self, note: str) -> None:
+        if note and note not in self.notes:
+            self.notes.append(note)
+
+    def forget_the_fit(self) -> None:
+        """Let go of the model and the data the search measured with, once it is over: a card
+        kept for later must not pin them."""
+        self.fit_call = None
+        self.runners.forget()
+
+    def by_whole_runs(self, why: str) -> None:
+        """Sizes cannot be measured with the guard's own calls: search by whole runs."""
+        self.fit_call = None
+        self._note(WHOLE_RUNS.format(why=why))
 
     def auto(
         self,
@@ -186,30 +251,38 @@ class CellRetry:
         the cell's variables and its model are that run's). Returns the last attempt."""
         if find_max and not self.search.settings.find_max:
             self.search = self._new_search(True, self.search.trials)
-        last: Attempt | None = None
+        last: Attempt | None = self.attempts[-1] if self.attempts else None
         whole = probes = 0
         while True:
             probing = find_max and self.probing and probes < MAX_PROBES
             step = self.search.next_step(MAX_PROBES - probes + 1 if probing else runs - whole)
-            best = self.search.largest_fitting
-            if step is None or (probing and step.size == best):
-                if best is None or _ran_whole(last, best):
-                    break
-                step, probing = Step(best, "the run at the size the search found"), False
-            if not probing and whole >= runs:
+            if step is None or (probing and step.size == self.search.largest_fitting):
+                step = self._final_run()
+                probing = False
+            if step is None or (not probing and whole >= runs):
                 break
             last = self.attempt(step.size, around, probing)
             whole, probes = whole + (not probing), probes + probing
             report(last)
-            if last.outcome.interrupted or not (last.fits or last.outcome.out_of_memory):
+            if last.outcome.interrupted:
+                self._note(STOPPED_IN_A_PROBE if last.probe else "")
                 break
-            if self.memory_held(last):
-                best = self.search.largest_fitting
-                if best is not None and not _ran_whole(last, best):  # end on a whole run
-                    last = self.attempt(best, around)
+            if not (last.fits or last.outcome.out_of_memory) or self.memory_held(last):
+                final = self._final_run() if whole < runs else None
+                if final is not None:  # end on a whole run at the largest size that fitted
+                    last = self.attempt(final.size, around)
                     report(last)
                 break
         return last
+
+    def _final_run(self) -> Step | None:
+        """The whole run at the largest size that fitted, unless the last whole run was it
+        (the guard's measurements since put back all they trained)."""
+        best = self.search.largest_fitting
+        whole = next((a for a in reversed(self.attempts) if not a.probe), None)
+        if best is None or _ran_whole(whole, best):
+            return None
+        return Step(best, "the run at the size the search found")
 
     def can_search(self, runs: int) -> bool:
         """Whether a search for the largest size that fits has a size left to run."""
@@ -272,6 +345,11 @@ class CellRetry:
             self.setup.memory_key,
             Remembered(attempt.size, self.target.label, attempt.outcome.peak_bytes, time.time()),
         )
+
+
+def _unmeasured(outcome: RunOutcome) -> bool:
+    """A measurement that failed for another reason than memory, and says nothing of the size."""
+    return outcome.finished and outcome.error is not None and not outcome.out_of_memory
 
 
 def _ran_whole(last: Attempt | None, size: int) -> bool:

@@ -9,14 +9,14 @@ from typing import Any
 
 from ..diagnosis import Diagnosis
 from ..protocol import RetryOffer, RetryTarget
-from .attempts import CellRetry, RetrySetup, RunOutcome
+from .attempts import CellRetry, RetrySetup, Runners
 from .find import find_batch_size
 from .frames import CellFrame
 from .memory import BatchMemory, cell_key
-from .probe import FitProbe
+from .probe import FitWatch
 from .reruns import rerun_statements
 from .resolve import BatchTarget
-from .rewrite import Rewrite, without_batch_size
+from .rewrite import without_batch_size
 from .search import Trial
 from .settings import RetrySettings
 from .source import CellSource
@@ -45,8 +45,9 @@ def plan_retry(
     device_bytes: tuple[int, ...],
     baseline_bytes: int | None,
     memory: BatchMemory | None,
-    run: Callable[[Rewrite, FitProbe], RunOutcome],
+    runners: Runners,
     replicas: int = 1,
+    watch: FitWatch | None = None,
 ) -> RetryRequest:
     """The retries of ``cell``: its batch size, the first size to try, what the card says.
 
@@ -61,6 +62,8 @@ def plan_retry(
         The allocator's bytes before the cell: what memory must come back to between attempts.
     replicas
         The replicas a ``tf.distribute`` strategy split the failed ``fit``'s batch across.
+    watch
+        What the failed run showed of its ``fit`` calls: the one a search measures sizes with.
     """
     fit_fraction = diagnosis.facts.get("fit_fraction")
     fraction = fit_fraction if isinstance(fit_fraction, float) else None
@@ -73,8 +76,9 @@ def plan_retry(
         device_bytes,
         baseline_bytes,
         memory,
-        run,
+        runners,
         replicas,
+        watch,
     )
     retry = request.retry
     if retry is None:
@@ -98,29 +102,28 @@ def plan_retry(
 def plan_search(
     cell: str,
     settings: RetrySettings,
-    ran: Sequence[CellFrame],
     namespace: Mapping[str, Any],
-    fitted: FitProbe,
+    fitted: FitWatch,
     peak_bytes: int | None,
     device_bytes: tuple[int, ...],
     baseline_bytes: int | None,
     memory: BatchMemory | None,
-    run: Callable[[Rewrite, FitProbe], RunOutcome],
+    runners: Runners,
 ) -> RetryRequest:
-    """A search for the largest batch of ``cell``, whose run fitted (or whose probe did) with
-    the allocator peaking at ``peak_bytes``, as ``fitted`` watched it; ``ran``: where a probe
-    ended it, if one did."""
+    """A search for the largest batch of ``cell``, whose whole run fitted with the allocator
+    peaking at ``peak_bytes``, as ``fitted`` watched it."""
     request = _request(
         cell,
         settings,
-        ran,
+        (),
         namespace,
         lambda size: Trial(size, True, peak_bytes, all_data=fitted.one_batch),
         device_bytes,
         baseline_bytes,
         memory,
-        run,
+        runners,
         fitted.replicas,
+        fitted,
     )
     return replace(request, search_only=True)
 
@@ -134,8 +137,9 @@ def _request(
     device_bytes: tuple[int, ...],
     baseline_bytes: int | None,
     memory: BatchMemory | None,
-    run: Callable[[Rewrite, FitProbe], RunOutcome],
+    runners: Runners,
     replicas: int,
+    watch: FitWatch | None,
 ) -> RetryRequest:
     """The cell's batch size and the retry that changes it, or why there is none."""
     finding = find_batch_size(cell, settings.batch_var, frames)
@@ -170,8 +174,12 @@ def _request(
         memory_key=key,
         replicas=replicas,
         defined_before=lambda value: id(value) in before,
+        fit_call=watch.measurable if watch is not None else None,
+        before=watch.before if watch is not None else None,
     )
-    retry = CellRetry(setup, run, find_max=settings.find_max)
+    retry = CellRetry(setup, runners, find_max=settings.find_max)
+    if watch is not None and watch.measurable is None:
+        retry.by_whole_runs(watch.why_not_measured)
     offer = RetryOffer(
         batch_size=None,
         current_batch_size=current,

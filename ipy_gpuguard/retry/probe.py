@@ -1,91 +1,22 @@
-"""A probe: one run of the cell that a search ends after a few training steps, and undoes.
+"""What one whole run of a cell showed of its Keras ``fit`` calls, for a search.
 
-Memory peaks in the first steps of a ``fit``: the first traces the step function (and is not
-counted), the next few run it at the size being tried. So a search does not need each size to
-train to the end. The Keras heartbeat (:mod:`ipy_gpuguard.watchdog.keras_hooks`) tells the probe
-when a ``fit`` begins and each step ends; after :data:`PROBE_STEPS` it ends the run by raising
-:class:`ProbeEnded`, through one validation step when the ``fit`` validates.
-
-What the probe trained is put back: when a ``fit`` begins, the probe keeps the values of the
-model's variables (weights, non-trainable state, random-seed state) and of its optimizers'
-(slots and step count) in host memory, and restores them once the run has ended, however it
-ended. Host memory, not the device: a copy on the device would be part of the peak the probe
-measures, and would shrink the size it finds. The cost is one copy of that state per probe,
-which :class:`KeptTraining` measures.
+The Keras heartbeat (:mod:`ipy_gpuguard.watchdog.keras_hooks`) tells a :class:`FitWatch` when
+each ``fit`` begins, with its arguments, and when it ends. The watch never ends a run: it
+notes the one ``fit`` a search can measure with the guard's own calls (:mod:`.measure`), or why
+there is none; whether every ``fit`` ran to its end (a ``fit`` whose error the cell caught, in a
+bare ``except`` or under ``%%capture``, did not fit, though the cell raised nothing); and, for a
+search, the state of each model of an earlier cell as its first ``fit`` began: what the search
+puts back before each of its whole runs, so that the model is trained by the last one alone.
 """
 
 from __future__ import annotations
 
-import enum
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..watchdog.keras_hooks import is_one_shot
-
-#: Training steps a probe runs after the first (which traces the step function).
-PROBE_STEPS = 3
-
-
-class SearchEnd(enum.Enum):
-    """How a guarded cell's search for its largest batch ended, for the cell's own result."""
-
-    NONE = "none"  # no search ran (at most one was offered)
-    FIXED = "fixed"  # its last run, a whole run that fits, is the cell's
-    STOPPED = "stopped"  # the person's Stop ended it
-    UNFINISHED = "unfinished"  # it ended without a whole run that fits
-
-
-class ProbeEnded(BaseException):
-    """The guard ended a probe on purpose. A ``BaseException``, like ``KeyboardInterrupt``, so
-    that the person's ``except Exception`` never takes it for an error of theirs; never shown."""
-
-
-@dataclass
-class KeptTraining:
-    """The values of everything a ``fit`` of ``model`` changes, kept in host memory."""
-
-    model: Any
-    values: list[tuple[Any, Any]]
-    nbytes: int
-    seconds: float
-
-    @classmethod
-    def of(cls, model: Any) -> KeptTraining:
-        import numpy as np  # the model's framework has imported it already
-
-        started = time.perf_counter()
-        # numpy() (Keras 3's variables and TensorFlow's have it) then a copy that owns its data:
-        # the framework may hand out a view of its buffer.
-        values = [(variable, np.array(variable.numpy())) for variable in _trained_state(model)]
-        nbytes = sum(value.nbytes for _, value in values)
-        return cls(model, values, nbytes, time.perf_counter() - started)
-
-    def restore(self) -> None:
-        for variable, value in self.values:
-            variable.assign(value)
-
-
-def _trained_state(model: Any) -> list[Any]:
-    """The model's variables and those of every optimizer it holds (a GAN's two, say), once
-    each. Keras 2 creates an optimizer's slots at its first step: those made during the probe
-    are not among them."""
-    optimizers = [getattr(model, "optimizer", None)]
-    optimizers += [value for value in vars(model).values() if _is_optimizer(value)]
-    state: dict[int, Any] = {}
-    for variable in [*model.variables, *(v for o in optimizers if o for v in _variables(o))]:
-        state.setdefault(id(variable), variable)
-    return list(state.values())
-
-
-def _is_optimizer(value: object) -> bool:
-    return hasattr(value, "iterations") and hasattr(value, "apply_gradients")
-
-
-def _variables(optimizer: Any) -> list[Any]:
-    variables = optimizer.variables
-    return list(variables() if callable(variables) else variables)
+from .measure import FitCall
+from .state import KeptState
 
 
 def replicas_of(model: Any) -> int:
@@ -96,75 +27,96 @@ def replicas_of(model: Any) -> int:
     return replicas if isinstance(replicas, int) and replicas > 1 else 1
 
 
-def forget_cached_validation(model: Any) -> None:
-    """Drop the validation iterator Keras 3 on TensorFlow caches on the model during a ``fit``
-    and deletes only when the ``fit`` completes: after a run that ended early it would serve
-    the next ``fit`` batches of the old size."""
-    if getattr(model, "_eval_epoch_iterator", None) is not None:
-        model._eval_epoch_iterator = None
+def is_one_shot(data: Any) -> bool:
+    """Whether ``data`` is used up by reading it (a generator, an iterator), so that what a
+    run draws from it is gone; a dataset, a ``PyDataset`` or an array is read afresh by each
+    ``fit``."""
+    return isinstance(data, Iterator)
 
 
 @dataclass
-class FitProbe:
-    """What one attempt of a search saw of its ``fit`` calls, and the state they changed.
+class BeforeTheSearch:
+    """The state of each model of an earlier cell as the search's first ``fit`` of it began:
+    what puts it back as it was before the cell."""
 
-    ``steps`` ``None``: the attempt is a whole run, only watched (whether it fitted a Keras
-    model); otherwise it ends after ``1 + steps`` training steps. ``defined_before`` tells the
-    objects the namespace held before the search, whose consumption outlives it.
+    kept: dict[int, tuple[Any, KeptState]] = field(default_factory=dict)
+
+    def keep(self, model: Any) -> None:
+        if id(model) not in self.kept:
+            self.kept[id(model)] = (model, KeptState.of([model]))
+
+    def restore(self) -> None:
+        for _, state in self.kept.values():
+            state.restore()
+
+    @property
+    def models(self) -> int:
+        return len(self.kept)
+
+
+@dataclass
+class FitWatch:
+    """What the ``fit`` calls of one whole run showed.
+
+    ``defined_before`` tells the objects the namespace held before the search (a model of an
+    earlier cell, a generator whose consumption outlives the run); ``before`` keeps their state
+    at their first ``fit`` when a search may need to put them back.
     """
 
-    steps: int | None = PROBE_STEPS
     defined_before: Callable[[object], bool] = lambda value: False
-    train_steps: int = 0
-    ended: bool = False
-    saw_fit: bool = False
-    kept: list[KeptTraining] = field(default_factory=list)
+    before: BeforeTheSearch | None = None
+    began: int = 0
+    ended: int = 0
+    models: set[int] = field(default_factory=set)
+    #: The first ``fit``, when its data can be re-batched; else why not.
+    call: FitCall | str | None = None
     consumed_input: str | None = None  # the type of a one-shot input of an earlier cell
-    trained_earlier_model: bool = False  # a fit trained a model the namespace held before
+    trained_earlier_model: bool = False
     one_batch: bool = False  # a fit's epoch was one batch: the batch holds all the data
     replicas: int = 1  # the most a fit's tf.distribute strategy split its batch across
 
     @property
-    def ends_runs(self) -> bool:
-        return self.steps is not None
+    def saw_fit(self) -> bool:
+        return self.began > 0
 
     @property
-    def probed(self) -> bool:
-        """Whether it ends runs and saw a ``fit`` to end: what its run trained is put back.
-        A run without a ``fit`` (a custom loop) ran whole, probe or not."""
-        return self.ends_runs and self.saw_fit
+    def all_ended(self) -> bool:
+        """Every ``fit`` that began ran to its end (none was cut by an error the cell caught)."""
+        return self.ended >= self.began
 
-    def fit_began(self, model: Any, fit_input: Any, epoch_steps: int | None) -> None:
-        self.saw_fit = True
+    def fit_began(self, model: Any, arguments: Mapping[str, Any], epoch_steps: int | None) -> None:
+        self.began += 1
+        self.models.add(id(model))
         self.one_batch = self.one_batch or epoch_steps == 1
         self.replicas = max(self.replicas, replicas_of(model))
-        self.trained_earlier_model = self.trained_earlier_model or self.defined_before(model)
-        forget_cached_validation(model)
-        if self.steps is None:
-            return
-        if not any(kept.model is model for kept in self.kept):
-            self.kept.append(KeptTraining.of(model))
+        earlier = self.defined_before(model)
+        self.trained_earlier_model = self.trained_earlier_model or earlier
+        if earlier and self.before is not None:
+            self.before.keep(model)
+        fit_input = arguments.get("x")
         if is_one_shot(fit_input) and self.defined_before(fit_input):
             self.consumed_input = type(fit_input).__name__
+        if self.began == 1:
+            self.call = FitCall.of(model, arguments)
 
-    def train_step_ended(self) -> bool:
-        if self.steps is None or self.ended:  # only a probe that ends runs is told of steps
-            return False
-        self.train_steps += 1
-        self.ended = self.train_steps > self.steps
-        return self.ended
-
-    def ending(self) -> ProbeEnded:
-        return ProbeEnded(f"the guard ended this probe after {self.train_steps} training steps")
-
-    def restore(self) -> None:
-        """Put back what the run trained; a whole run's training stays."""
-        if self.steps is None:
-            return
-        for kept in self.kept:
-            forget_cached_validation(kept.model)
-            kept.restore()
+    def fit_ended(self, model: Any) -> None:
+        self.ended += 1
 
     @property
-    def kept_bytes(self) -> int:
-        return sum(kept.nbytes for kept in self.kept)
+    def measurable(self) -> FitCall | None:
+        """The one ``fit`` whose sizes the guard's own calls can measure, if there is one."""
+        if self.began == 1 and isinstance(self.call, FitCall):
+            return self.call
+        return None
+
+    @property
+    def why_not_measured(self) -> str:
+        """Why the sizes of this run's training cannot be measured by the guard's own calls."""
+        if not self.saw_fit:
+            return (
+                "the cell's training is not a Keras fit (a custom loop, or a framework the "
+                "heartbeat does not see)"
+            )
+        if len(self.models) > 1 or self.began > 1:
+            return f"the cell ran {self.began} fits, and one size is measured on one fit"
+        return self.call if isinstance(self.call, str) else "its fit could not be measured"

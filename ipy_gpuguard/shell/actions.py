@@ -90,6 +90,7 @@ class LiveCard:
                 last = retry.auto(runs, find_max, report, run_around)
         finally:
             self.parts = replace(self.parts, running=False)
+            retry.forget_the_fit()
         final = retry.attempts[-1] if retry.attempts else None
         if final is not None and final.outcome.reclaimed is not None:
             # The reclaim line says what the verdict says: the last freeing, against the

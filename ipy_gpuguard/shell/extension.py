@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from ..protocol import state_path
 from .comm import TARGET, ActionsComm
 from .config import GPUGuard, configured
-from .magics import GPUGuardMagics, ProbeEndsUnshown, ShellRunner
+from .magics import GPUGuardMagics, ShellRunner
 
 if TYPE_CHECKING:
     from .kernel_state import KernelStateFile
@@ -32,7 +32,6 @@ def load(shell: Any) -> None:
     shell.ast_transformers.append(magics.stopper)
     shell.events.register("pre_run_cell", magics.pre_run_cell)
     shell.events.register("post_run_cell", magics.post_run_cell)
-    magics.probe_ends = ProbeEndsUnshown(shell)
     comm_manager = getattr(kernel, "comm_manager", None)
     if comm_manager is not None:
         magics.actions_comm = ActionsComm(lambda: magics.session)
@@ -54,8 +53,6 @@ def unload(shell: Any) -> None:
     finally:
         shell.events.unregister("pre_run_cell", magics.pre_run_cell)
         shell.events.unregister("post_run_cell", magics.post_run_cell)
-        if magics.probe_ends is not None:
-            magics.probe_ends.remove()
         shell.input_transformers_cleanup.remove(magics.transformer)
         shell.ast_transformers.remove(magics.stopper)
         shell.configurables.remove(magics.guard_config)

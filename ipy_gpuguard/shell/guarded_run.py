@@ -10,11 +10,12 @@ from IPython.display import DisplayHandle, display
 
 from ..diagnosis import DeviceMemory
 from ..record import FailedRun, PanelView, WatchView
+from ..retry.measure import PeakReader
 from ..telemetry import DeviceBackend, DeviceInfo, FrameworkAllocators, Sample, Sampler
 from ..telemetry.framework import tensorflow_settings
 from ..ui.summary import PanelSummary
 from ..watchdog import (
-    FitProbe,
+    FitWatcher,
     GpuTimeout,
     KerasHooks,
     StallLimits,
@@ -54,8 +55,8 @@ class GuardedRun:
         The kernel's state file, which each sample updates (at most once a second).
     pipe_drain
         Keeps copying the native log's pipe for child processes that outlive the cell.
-    fit_probe
-        Watches the cell's Keras ``fit`` calls for a search (and ends a probe's run).
+    fit_watch
+        Notes the cell's Keras ``fit`` calls for a search (never ends them).
     """
 
     def __init__(
@@ -70,7 +71,7 @@ class GuardedRun:
         state_file: KernelStateFile | None = None,
         pipe_drain: PipeDrain | None = None,
         on_stall: Callable[[PanelView], None] | None = None,
-        fit_probe: FitProbe | None = None,
+        fit_watch: FitWatcher | None = None,
     ) -> None:
         self._backend = backend
         self._on_stall = on_stall
@@ -101,7 +102,7 @@ class GuardedRun:
         )
         self.steps = StepRecorder()
         self.pending_work = PendingWork(frozenset())  # JAX's arrays as the cell starts
-        self._keras = KerasHooks(self.steps, probe=fit_probe)
+        self._keras = KerasHooks(self.steps, watcher=fit_watch)
         self.watchdog = Watchdog(
             self.steps,
             StallLimits(options.timeout_s, options.first_step_s),
@@ -242,6 +243,18 @@ class GuardedRun:
         first, as a ``tf.distribute`` replica does (the search's capacity is one device's)."""
         known = [p.allocator_peak_bytes for p in view.peaks if p.allocator_peak_bytes is not None]
         return max(known) if known else None
+
+    def probe_peaks(self) -> PeakReader:
+        """Reads the allocator's peak over one of the guard's own measurements of a size, on
+        the devices this run watched (the fullest one, as :meth:`allocator_peak_bytes`)."""
+        indices = [info.index for info in self._devices]
+
+        def read() -> int | None:
+            readings = [self._allocators.read(index) for index in indices]
+            known = [reading.peak_bytes for reading in readings if reading is not None]
+            return max(known) if known else None
+
+        return PeakReader(lambda: self._allocators.reset_peaks(indices), read)
 
     def allocator_bytes(self) -> int | None:
         """The framework allocators' current bytes over the watched devices; ``None`` if unread."""

@@ -23,7 +23,7 @@ from IPython.display import Pretty, display
 from ..protocol import FIND_MAX, RETRY, Action, ActionArgs
 from ..protocol.files import os_reason
 from ..retry import AUTO_RETRY_RUNS, DEFAULT_RUNS, FIND_MAX_RUNS, retry_settings
-from ..retry.probe import ProbeEnded, SearchEnd
+from ..retry.verdict import SearchEnd
 from ..ui.history import HistoryTable
 from .interrupts import StopCell, held_interrupt
 from .options import (
@@ -70,7 +70,6 @@ class GPUGuardMagics(Magics):
         #: Stops a cell whose guard was interrupted while it started (an AST transformer).
         self.stopper = StopCell()
         self.actions_comm: ActionsComm | None = None  # in a Jupyter kernel only
-        self.probe_ends: ProbeEndsUnshown | None = None  # set while loaded
         #: Cells running now, this one included: pre_run_cell counts up, post_run_cell down.
         self._depth = 0
         #: The options the transformer checked, by their line: the cell's start takes them
@@ -369,12 +368,13 @@ class GPUGuardMagics(Magics):
             finished = _guard_failure_in_one_line(
                 "finish", lambda: self.session.end(depth, ended_with)
             )
-        if interrupted.received and self.session.recording_attempt:
+        stopped = interrupted.received
+        if stopped and self.session.recording_attempt:
             self.session.attempt_interrupted()  # a retry's attempt: no further one runs
-        elif interrupted.received:
+        elif stopped:
             print(
                 "ipy_gpuguard: interrupted while the guard finished the cell; it finished, "
-                "and the cell's own result stands",
+                "no retry or search runs by itself, and the cell's own result stands",
                 file=sys.stderr,
             )
         error = getattr(result, "error_in_exec", None)
@@ -387,23 +387,15 @@ class GPUGuardMagics(Magics):
             return
         rule_id = None
         count = getattr(result, "execution_count", None)
-        if error is None or isinstance(error, ProbeEnded):  # fitted, or a --find-max probe did
-            ended = error
-
-            def search() -> SearchEnd:
-                return self.session.search(finished, ended, count)
-
-            end = _guard_failure_in_one_line("search", search)
-            if end is SearchEnd.FIXED and error is not None:
-                result.error_in_exec = error = None  # the search's last run is the cell's
-            elif end is SearchEnd.STOPPED:
-                # The person's Stop ended the search: the cell ends interrupted, as it would
-                # have without the guard; not as the guard's probe, nor as a success whose
-                # namespace an attempt cut short has since changed.
+        if error is None:
+            end = _searched(lambda: self.session.search(finished, count, stopped))
+            if end is SearchEnd.STOPPED:
+                # The person's Stop ended the search, or kept it from starting: the cell ends
+                # interrupted, as it would have without the guard.
                 result.error_in_exec = KeyboardInterrupt("the search for the largest batch")
         else:
             remediated = _guard_failure_in_one_line(
-                "diagnose", lambda: self.session.remediate(finished, error, count)
+                "diagnose", lambda: self.session.remediate(finished, error, count, stopped)
             )
             if remediated is not None:
                 rule_id = remediated.diagnosis.rule_id
@@ -528,36 +520,6 @@ def _no_traceback(*args: Any, **kwargs: Any) -> None:
     """``showtraceback`` of a quiet attempt."""
 
 
-class ProbeEndsUnshown:
-    """Keeps a probe's end (:class:`~ipy_gpuguard.retry.probe.ProbeEnded`) off the screen: the
-    guard ends a ``--find-max`` cell's run itself, which is no error of the person's.
-
-    IPython's custom exception handler shows nothing for it, and stays what it was for any
-    other type; the cell's ``error_in_exec`` is still set, for ``post_run_cell`` to see.
-    """
-
-    def __init__(self, shell: Any) -> None:
-        self._shell = shell
-        self._before = (shell.custom_exceptions, shell.CustomTB)
-        previous = shell.CustomTB
-
-        def handler(
-            shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None
-        ) -> list[str] | None:
-            if issubclass(etype, ProbeEnded):
-                return None
-            return previous(etype, value, tb, tb_offset=tb_offset)  # type: ignore[no-any-return]
-
-        shell.set_custom_exc((*shell.custom_exceptions, ProbeEnded), handler)
-        self._installed = (shell.custom_exceptions, shell.CustomTB)
-
-    def remove(self) -> None:
-        """Put IPython's handler back, unless something replaced it since."""
-        shell = self._shell
-        if (shell.custom_exceptions, shell.CustomTB) == self._installed:
-            shell.custom_exceptions, shell.CustomTB = self._before
-
-
 class GuardedCellTransformer:
     """Blanks a cell's ``%%gpuguard`` line so that the shell runs the rest as the cell itself.
 
@@ -646,12 +608,23 @@ _CONSEQUENCES = {
 }
 
 
-def _guard_failure_in_one_line(stage: str, action: Callable[[], T]) -> T | None:
+def _searched(search: Callable[[], SearchEnd]) -> SearchEnd | None:
+    """Run the search; the person's Stop landing in the guard's own steps of it ends it as
+    stopped, and its failure is one line."""
+    try:
+        return _guard_failure_in_one_line("search", search, stop=True)
+    except KeyboardInterrupt:
+        return SearchEnd.STOPPED
+
+
+def _guard_failure_in_one_line(stage: str, action: Callable[[], T], stop: bool = False) -> T | None:
     """Run a step of the guard; its failure, or the person's Stop landing in it, is one line
-    on stderr, never a second traceback."""
+    on stderr, never a second traceback; with ``stop``, the Stop goes on to the caller."""
     try:
         return action()
     except KeyboardInterrupt:
+        if stop:
+            raise
         print(
             f"ipy_gpuguard: interrupted while the guard was to {stage}; {_CONSEQUENCES[stage]}",
             file=sys.stderr,

@@ -44,6 +44,7 @@ class Policy:
     free_memory_on_oom: bool
     incident_log: IncidentLog | None
     log_cell_source: bool
+    auto_retry: bool = True  # False: the person's Stop came as the guard finished the cell
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,12 @@ def remediate(
     out_of_memory = diagnosis.kind is Kind.OUT_OF_MEMORY
     request = plan_retry(diagnosis) if out_of_memory else None
     retry = request.retry if request is not None else None
-    auto = retry is not None and request is not None and request.settings.auto_runs > 0
+    auto = (
+        policy.auto_retry
+        and retry is not None
+        and request is not None
+        and request.settings.auto_runs > 0
+    )
     freeing = out_of_memory and (policy.free_memory_on_oom or auto)
     parts = CardParts(reclaimed=PENDING if freeing else None, request=request, can_free_memory=True)
     # The card first: freeing can take seconds (clear_session took 4.3 s on PyTorch on an H100).

@@ -16,13 +16,14 @@ from ..protocol import Action, ActionResult, Card, RunningCell
 from ..record import PanelView, Reclaimed, device_series
 from ..retry import (
     FIXED,
-    PROBE_STEPS,
     BatchMemory,
-    FitProbe,
-    ProbeEnded,
+    BeforeTheSearch,
+    FitWatch,
+    Measurer,
     RetryRequest,
     RetrySettings,
     Rewrite,
+    Runners,
     RunOutcome,
     SearchEnd,
     cell_frames,
@@ -40,7 +41,7 @@ from .card_display import CardDisplay, DataDisplay, TextDisplay, WidgetDisplay
 from .config import GPUGuard
 from .guarded_run import GuardedRun
 from .incidents import IncidentLog
-from .interrupts import noted_interrupts
+from .interrupts import held_interrupt, noted_interrupts
 from .kernel_state import KernelStateFile
 from .live_hang import LiveHangCards
 from .native_log import PipeDrain
@@ -51,14 +52,14 @@ from .remediation import Failure, Policy, Remediated, attempt_failed, remediate
 @dataclasses.dataclass(frozen=True)
 class FinishedCell:
     """A guarded cell that has ended: its run, its frozen panel, its options and source, and
-    what its Keras ``fit`` calls showed (a probe's, with ``--find-max``)."""
+    what its Keras ``fit`` calls showed."""
 
     run: GuardedRun
     view: PanelView
     options: GuardOptions
     cell: str
     cell_id: str | None = None
-    probe: FitProbe | None = None
+    watch: FitWatch | None = None
 
 
 class CellRunner(Protocol):
@@ -112,7 +113,7 @@ class GuardSession:
         self.state_file = state_file
         self._pipe_drain = PipeDrain()
         self._recording: RunOutcome | None = None
-        self._attempt_probe: FitProbe | None = None
+        self._attempt_watch: FitWatch | None = None
         self.cards = CardActions()
         #: The last card whose cell ran out of memory with a size to change, for %gpuguard retry.
         self.last_retry_card: str | None = None
@@ -124,7 +125,7 @@ class GuardSession:
         self._backend: DeviceBackend | None = None
         self._backend_lock = threading.Lock()
         self._active: (
-            tuple[int, GuardedRun, GuardOptions, str, str | None, FitProbe | None] | None
+            tuple[int, GuardedRun, GuardOptions, str, str | None, FitWatch | None] | None
         ) = None
         self.last_failure: Kind | None = None
         self.last_run: GuardedRun | None = None  # the last guarded cell's, once it has ended
@@ -220,7 +221,7 @@ class GuardSession:
         if memory is not None and self._runner is not None and not self.recording_attempt:
             batch_var = options.retry.batch_var
             note = remembered_note(cell, batch_var, self._device_bytes(options), memory)
-        probe = self._attempt_probe if self.recording_attempt else self._cell_probe(options)
+        watch = self._attempt_watch if self.recording_attempt else self._cell_watch(options)
         run = GuardedRun(
             self.backend,
             options,
@@ -237,33 +238,34 @@ class GuardSession:
             LiveHangCards(cell_id, execution_count).changed
             if self.frontend_renders_cards and not self.recording_attempt
             else None,
-            probe,
+            watch,
         )
         if self.state_file is not None and not self.recording_attempt:
             first = next((line.strip() for line in cell.splitlines()[1:] if line.strip()), "")
             self.state_file.cell_started(RunningCell(cell_id, execution_count, first))
         run.start()
-        self._active = (key, run, options, cell, cell_id, probe)
+        self._active = (key, run, options, cell, cell_id, watch)
 
-    def _cell_probe(self, options: GuardOptions) -> FitProbe | None:
-        """What watches a cell's ``fit`` calls: with ``--find-max``, a probe (its run is the
-        search's first); otherwise whether it trained a Keras model, for the search's offer."""
+    def _cell_watch(self, options: GuardOptions) -> FitWatch | None:
+        """What notes a cell's ``fit`` calls, for a retry or a search; when one may follow by
+        itself (``--auto-retry``, ``--find-max``), it keeps the models of earlier cells as they
+        were, for the search to put back before its whole runs."""
         if self._runner is None:
             return None
         namespace = {id(value) for value in self._runner.namespace.values()}
-        steps = PROBE_STEPS if options.retry.find_max else None
-        return FitProbe(steps, lambda value: id(value) in namespace)
+        before = BeforeTheSearch() if options.retry.auto_runs > 0 else None
+        return FitWatch(lambda value: id(value) in namespace, before)
 
     def end(self, key: int | None, ended_with: str | None = "") -> FinishedCell | None:
         """Finish the guarded cell at nesting depth ``key`` (``None``: whichever is running);
         ``ended_with``: the type of the exception it raised (``None``: it did not)."""
         if self._active is None or (key is not None and self._active[0] != key):
             return None
-        _, run, options, cell, cell_id, probe = self._active
+        _, run, options, cell, cell_id, watch = self._active
         self._active = None
         self.last_run = run
         view = run.finish(ended_with)
-        return FinishedCell(run, view, options, cell, cell_id, probe)
+        return FinishedCell(run, view, options, cell, cell_id, watch)
 
     def ended(self, outcome: str, rule_id: str | None = None) -> None:
         """Record how the guarded cell ended in the kernel's state file."""
@@ -271,19 +273,23 @@ class GuardSession:
             self.state_file.cell_ended(outcome, rule_id, self.last_run.steps.snapshot())
 
     def remediate(
-        self, finished: FinishedCell, error: BaseException, execution_count: int | None = None
+        self,
+        finished: FinishedCell,
+        error: BaseException,
+        execution_count: int | None = None,
+        stopped: bool = False,
     ) -> Remediated:
         """Diagnose the failed cell, show its card, retry when asked (see
-        :func:`.remediation.remediate`)."""
+        :func:`.remediation.remediate`); ``stopped``: the person's Stop reached the guard's
+        finish, and no retry runs by itself."""
         policy = Policy(
             free_memory_on_oom=self.config.free_memory_on_oom,
             incident_log=self.incident_log,
             log_cell_source=self.config.log_cell_source,
+            auto_retry=not stopped,
         )
         failing = cell_frames(error)
         failed_run = finished.run.failed_run(finished.view)
-        if finished.probe is not None:  # what a --find-max cell's failed run trained
-            finished.probe.restore()
 
         def retry_for(diagnosis: Diagnosis) -> RetryRequest | None:
             if self._runner is None:
@@ -297,8 +303,9 @@ class GuardSession:
                 self._device_bytes(finished.options),
                 failed_run.allocator_baseline_bytes,
                 self.batch_memory,
-                self.run_attempt,
-                finished.probe.replicas if finished.probe is not None else 1,
+                self._runners(finished),
+                finished.watch.replicas if finished.watch is not None else 1,
+                finished.watch,
             )
 
         def present(
@@ -331,45 +338,57 @@ class GuardSession:
             error, failed_run, policy, failure, self.last_failure, retry_for, present
         )
         self.last_failure = remediated.diagnosis.kind
+        card = self.cards.get(self.last_retry_card or "")
+        request = card.parts.request if card is not None else None
+        if request is not None and request.retry is not None:
+            request.retry.forget_the_fit()  # a card kept for later pins no model nor data
         return remediated
 
     def search(
-        self,
-        finished: FinishedCell,
-        ended: ProbeEnded | None,
-        execution_count: int | None = None,
+        self, finished: FinishedCell, execution_count: int | None = None, stopped: bool = False
     ) -> SearchEnd:
-        """A guarded cell that fitted, or whose probe the guard ``ended``: with ``--find-max``,
-        search for its largest batch now; otherwise, for a cell that trained a Keras model in a
-        notebook, offer the search on a card under its panel."""
-        probe, settings = finished.probe, finished.options.retry
-        if probe is None or self._runner is None:
+        """A guarded cell that fitted: with ``--find-max``, search for its largest batch now;
+        otherwise, for a cell that trained a Keras model in a notebook, offer the search on a
+        card under its panel. ``stopped``: the person's Stop reached the guard's finish, and a
+        search that was to run does not."""
+        watch, settings = finished.watch, finished.options.retry
+        if watch is None or self._runner is None:
             return SearchEnd.NONE
-        if not settings.find_max and not (probe.saw_fit and self.live):
-            return SearchEnd.NONE
-        request = plan_search(
-            finished.cell,
-            settings,
-            cell_frames(ended) if ended is not None else (),
-            self._runner.namespace,
-            probe,
-            finished.run.allocator_peak_bytes(finished.view),
-            self._device_bytes(finished.options),
-            finished.run.failed_run(finished.view).allocator_baseline_bytes,
-            self.batch_memory,
-            self.run_attempt,
-        )
-        retry = request.retry
-        if retry is None:
-            if ended is not None:
+        if settings.find_max and stopped:
+            return SearchEnd.STOPPED
+        if not watch.all_ended:  # its error was caught in the cell: no size is known to fit
+            if settings.find_max:
                 print(
-                    f"ipy_gpuguard: --find-max stopped this cell after {probe.train_steps} "
-                    f"training steps, and then found no batch size to change ({request.offer.reason}); "
-                    "run it again without --find-max",
+                    "ipy_gpuguard: --find-max ran no search: this cell's fit did not run to its "
+                    "end though the cell raised nothing (an error caught in the cell, or under "
+                    "%%capture), so no batch size is known to fit",
                     file=sys.stderr,
                 )
             return SearchEnd.NONE
-        if probe.trained_earlier_model and not settings.find_max:
+        if not settings.find_max and not (watch.saw_fit and self.live):
+            return SearchEnd.NONE
+        peak = finished.run.allocator_peak_bytes(finished.view)
+        request = plan_search(
+            finished.cell,
+            settings,
+            self._runner.namespace,
+            watch,
+            peak,
+            self._device_bytes(finished.options),
+            finished.run.failed_run(finished.view).allocator_baseline_bytes,
+            self.batch_memory,
+            self._runners(finished),
+        )
+        retry = request.retry
+        if retry is None:
+            if settings.find_max:
+                print(
+                    "ipy_gpuguard: --find-max found no batch size to change in this cell "
+                    f"({request.offer.reason}); its run stands",
+                    file=sys.stderr,
+                )
+            return SearchEnd.NONE
+        if watch.trained_earlier_model and not settings.find_max:
             retry.notes.append(
                 "This cell's run trained a model of an earlier cell: the search's last run "
                 "trains it again from where that run left it. For one training from the start, "
@@ -377,12 +396,9 @@ class GuardSession:
             )
         live = self._show_search(request, finished, execution_count)
         if not settings.find_max:
+            retry.forget_the_fit()
             return SearchEnd.NONE
-        probe.restore()  # the search's own last run trains the model
-        if not probe.saw_fit:
-            retry.by_whole_runs()
-        peak = finished.run.allocator_peak_bytes(finished.view)
-        retry.began_with(RunOutcome(True, peak_bytes=peak, probed=ended is not None), probe.probed)
+        retry.began_with(RunOutcome(True, peak_bytes=peak))
         live.retry(None, settings.auto_runs, True, None)
         live.display.show(live.card, live.verdict_message())
         verdict = live.card.retry.verdict if live.card.retry is not None else None
@@ -390,6 +406,19 @@ class GuardSession:
             return SearchEnd.STOPPED
         fixed = verdict is not None and verdict.state == FIXED
         return SearchEnd.FIXED if fixed else SearchEnd.UNFINISHED
+
+    def _runners(self, finished: FinishedCell) -> Runners:
+        """How a retry of ``finished`` runs: whole runs through the shell; sizes measured with
+        the guard's own training calls, failures judged against the cell's run; the person's
+        Stop held while a model is put back."""
+        failed_run = finished.run.failed_run(finished.view)
+        previous = self.last_failure
+
+        def judge(error: BaseException, outcome: RunOutcome) -> None:
+            attempt_failed(error, dataclasses.replace(failed_run, log_lines=()), outcome, previous)
+
+        measurer = Measurer(finished.run.probe_peaks(), judge, held_interrupt)
+        return Runners(self.run_attempt, measurer.measure, held_interrupt, measurer.forget)
 
     def _show_search(
         self, request: RetryRequest, finished: FinishedCell, execution_count: int | None
@@ -435,21 +464,19 @@ class GuardSession:
             )
         return None
 
-    def run_attempt(self, rewritten: Rewrite, probe: FitProbe) -> RunOutcome:
-        """Run a retry's cell through the shell, guarded, its ``fit`` calls watched by
-        ``probe``; :meth:`record_attempt` fills in the outcome."""
+    def run_attempt(self, rewritten: Rewrite, watch: FitWatch) -> RunOutcome:
+        """Run a retry's cell whole through the shell, guarded, its ``fit`` calls noted by
+        ``watch``; :meth:`record_attempt` fills in the outcome."""
         assert self._runner is not None
         outcome = RunOutcome()
-        self._recording, self._attempt_probe = outcome, probe
+        self._recording, self._attempt_watch = outcome, watch
         try:
             self._runner.namespace.update(rewritten.namespace)
             with noted_interrupts() as noted:
                 # A terminal prints each attempt in one line; its traceback would be hundreds.
-                # A probe's failure is a row of the card's table, whatever the frontend.
-                quiet = not self.live or probe.steps is not None
-                self._runner.run_cell(rewritten.source, quiet=quiet)
+                self._runner.run_cell(rewritten.source, quiet=not self.live)
         finally:
-            self._recording, self._attempt_probe = None, None
+            self._recording, self._attempt_watch = None, None
         outcome.interrupted = outcome.interrupted or noted.received
         return outcome
 
@@ -467,8 +494,6 @@ class GuardSession:
         outcome.peak_bytes = finished.run.allocator_peak_bytes(finished.view)
         if isinstance(error, KeyboardInterrupt) and not finished.run.watchdog.interrupt:
             outcome.interrupted = True
-        if isinstance(error, ProbeEnded):
-            outcome.probed, error = True, None
         if error is not None:
             attempt_failed(
                 error, finished.run.failed_run(finished.view), outcome, self.last_failure

@@ -7,7 +7,7 @@ panel and the cards show. Imports no framework: Keras is wrapped only once the c
 from .gpu_timeout import GpuTimeout, SystemTimeoutProbe, TimeoutProbe, step_warning
 from .interrupt import WatchdogInterrupt
 from .judgement import GpuDuringStall, HangEvidence
-from .keras_hooks import FitProbe, KerasHooks
+from .keras_hooks import FitWatcher, KerasHooks
 from .limits import StallLimits
 from .monitor import RAISED, SIGNALLED, STUCK, InterruptState, Stall, Watchdog
 from .progress import ProgressSnapshot, StepRecorder, heartbeat, set_active
@@ -17,7 +17,7 @@ __all__ = [
     "RAISED",
     "SIGNALLED",
     "STUCK",
-    "FitProbe",
+    "FitWatcher",
     "FrameLine",
     "GpuDuringStall",
     "GpuTimeout",

@@ -4,9 +4,9 @@ The person writes nothing: while the cell runs, every ``CallbackList`` that Kera
 ``fit``, ``evaluate`` and ``predict``; the validation inside ``fit`` shares its list) also holds a
 :class:`HeartbeatCallback`, and when the cell ends, however it ends, Keras is put back.
 Wrapping ``CallbackList`` rather than ``fit`` keeps the guard's frames out of the person's
-traceback. While a retry's search probes a size, the callback also tells its :class:`FitProbe`
-when a ``fit`` begins and each training step ends, and ends the run when the probe has seen
-enough. Only Keras modules the cell has imported are
+traceback. For a retry's search, the callback also tells its :class:`FitWatcher` when a ``fit``
+begins, with what it was given, and when it ends; it never ends a run nor raises into the
+person's code. Only Keras modules the cell has imported are
 touched: one the cell imports itself is wrapped as its import ends (an import hook, removed
 with the callback), and the watchdog looks again at every tick; the guard never imports a
 framework.
@@ -20,7 +20,7 @@ import importlib.abc
 import inspect
 import sys
 import threading
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from importlib.machinery import ModuleSpec
 from types import FrameType, ModuleType
 from typing import Any, Protocol
@@ -35,22 +35,16 @@ _ABSENT = object()
 _FIT_FRAME_DEPTH = 24
 
 
-class FitProbe(Protocol):
-    """What a retry's search watches in the ``fit`` calls of one run (``retry/probe.py``)."""
+class FitWatcher(Protocol):
+    """What a retry's search notes of the ``fit`` calls of one run (``retry/probe.py``)."""
 
-    @property
-    def ends_runs(self) -> bool:
-        """Whether it counts steps to end the run (a probe), not only watches ``fit`` begin."""
+    def fit_began(self, model: Any, arguments: Mapping[str, Any], epoch_steps: int | None) -> None:
+        """A ``fit`` of ``model`` begins with ``arguments`` (its parameters as ``fit`` holds
+        them as training begins; empty if unseen), ``epoch_steps`` steps an epoch (``None``:
+        until the data ends)."""
 
-    def fit_began(self, model: Any, fit_input: Any, epoch_steps: int | None) -> None:
-        """A ``fit`` of ``model`` on ``fit_input`` (its ``x``; ``None`` if unseen) begins,
-        ``epoch_steps`` steps an epoch (``None``: until the data ends)."""
-
-    def train_step_ended(self) -> bool:
-        """A training step ended; ``True``: the probe has seen enough, end the run."""
-
-    def ending(self) -> BaseException:
-        """What to raise to end the run."""
+    def fit_ended(self, model: Any) -> None:
+        """That ``fit`` ran to its end (a ``fit`` cut by an error never does)."""
 
 
 class KerasHooks:
@@ -60,10 +54,10 @@ class KerasHooks:
         self,
         recorder: StepRecorder,
         modules: MutableMapping[str, ModuleType] | None = None,
-        probe: FitProbe | None = None,
+        watcher: FitWatcher | None = None,
     ) -> None:
         self._recorder = recorder
-        self._probe = probe
+        self._watcher = watcher
         self._modules = sys.modules if modules is None else modules
         self._lock = threading.Lock()
         self._patched: dict[str, tuple[type, object, object]] = {}
@@ -93,7 +87,7 @@ class KerasHooks:
                     callback_list.__init__,  # type: ignore[misc]
                     heartbeat_callback_class(base),
                     self._recorder,
-                    self._probe,
+                    self._watcher,
                 )
                 callback_list.__init__ = wrapper  # type: ignore[misc]
                 self._patched[name] = (callback_list, original, wrapper)
@@ -116,7 +110,7 @@ class KerasHooks:
 class _AttachWhenImported(importlib.abc.MetaPathFinder):
     """Attaches the hooks to a Keras module the moment the cell's import of it ends: a ``fit``
     right after ``import keras`` began before the watchdog's next look, and went unwatched (no
-    steps counted, no probe ended). Finds nothing itself: it wraps the spec the other finders
+    steps counted, no fit noted for a search). Finds nothing itself: it wraps the spec the other finders
     find."""
 
     def __init__(self, attach: Callable[[str, ModuleType], None]) -> None:
@@ -158,28 +152,23 @@ def _with_heartbeat(
     init: Callable[..., None],
     callback_class: type,
     recorder: StepRecorder,
-    probe: FitProbe | None = None,
+    watcher: FitWatcher | None = None,
 ) -> Callable[..., None]:
     """``CallbackList.__init__`` that also puts a heartbeat callback in the list.
 
     The callback goes in through the ``callbacks`` argument, not appended afterwards: Keras 2
-    decides at construction whether any callback wants the per-batch hooks. In a probe's run
-    the person's callbacks are left out altogether: a probe is undone, and what a callback
-    does cannot be (a checkpoint saved at an epoch's end, a CSV log truncated at the start).
+    decides at construction whether any callback wants the per-batch hooks.
     """
     position = list(inspect.signature(init).parameters).index("callbacks")
-    alone = probe is not None and probe.ends_runs
 
     @functools.wraps(init)
     def with_heartbeat(*args: Any, **kwargs: Any) -> None:
-        heartbeat = callback_class(recorder, probe)
+        heartbeat = callback_class(recorder, watcher)
         if len(args) > position:
-            listed = _added(None if alone else args[position], heartbeat)
-            args = (*args[:position], listed, *args[position + 1 :])
+            args = (*args[:position], _added(args[position], heartbeat), *args[position + 1 :])
         else:
-            kwargs["callbacks"] = _added(None if alone else kwargs.get("callbacks"), heartbeat)
+            kwargs["callbacks"] = _added(kwargs.get("callbacks"), heartbeat)
         init(*args, **kwargs)
-        heartbeat.owner = args[0]
 
     return with_heartbeat
 
@@ -203,23 +192,18 @@ def heartbeat_callback_class(base: type) -> type:
         async_safe = True  # Keras 3: keeps asynchronous dispatch on backends that have it
         _supports_tf_logs = True  # Keras 2: no conversion of the logs to NumPy for this callback
 
-        def __init__(self, recorder: StepRecorder, probe: FitProbe | None = None) -> None:
+        def __init__(self, recorder: StepRecorder, watcher: FitWatcher | None = None) -> None:
             super().__init__()
             self._recorder = recorder
-            self._probe = probe
-            # Only a probe that ends runs hears each step: a watch costs the steps nothing.
-            self._counting = probe if probe is not None and probe.ends_runs else None
-            self._winding_down = False
-            self.owner: Any = None  # the CallbackList, once built
-            if self._counting is not None:
-                self.async_safe = False  # a probe ends the run from these hooks, in fit's thread
+            self._watcher = watcher
 
         def on_train_begin(self, logs: Any = None) -> None:
             self._recorder.begin_phase(_PHASES["train"])
-            if self._probe is not None:
+            if self._watcher is not None:
                 steps = (self.params or {}).get("steps")
                 epoch_steps = steps if isinstance(steps, int) else None
-                self._probe.fit_began(self.model, _fit_input(self.model), epoch_steps)
+                arguments = _fit_arguments(self.model)
+                self._watcher.fit_began(self.model, arguments, epoch_steps)
 
         def on_test_begin(self, logs: Any = None) -> None:
             self._recorder.begin_phase(_PHASES["test"])
@@ -229,54 +213,32 @@ def heartbeat_callback_class(base: type) -> type:
 
         def on_train_end(self, logs: Any = None) -> None:
             self._recorder.end_phase()
+            if self._watcher is not None:
+                self._watcher.fit_ended(self.model)
 
-        on_test_end = on_predict_end = on_train_end
+        def on_test_end(self, logs: Any = None) -> None:
+            self._recorder.end_phase()
+
+        on_predict_end = on_test_end
 
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
             self._recorder.step()
-            if self._counting is not None and self._counting.train_step_ended():
-                self._wind_down()
 
-        def on_test_batch_end(self, batch: int, logs: Any = None) -> None:
-            self._recorder.step()
-            if self._winding_down:  # the one validation step of a probe's fit
-                assert self._probe is not None
-                raise self._probe.ending()
-
-        def on_predict_batch_end(self, batch: int, logs: Any = None) -> None:
-            self._recorder.step()
-
-        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
-            if self._winding_down:  # a fit without validation
-                assert self._probe is not None
-                raise self._probe.ending()
-
-        def _wind_down(self) -> None:
-            """End the fit after this step, through one step of its validation when it
-            validates. Only this callback hears the rest: Keras' own (its history, its progress
-            bar) never see the epoch a probe cut short."""
-            self._winding_down = True
-            if self.owner is not None:
-                self.owner.callbacks[:] = [self]
-            self.model.stop_training = True
+        on_test_batch_end = on_predict_batch_end = on_train_batch_end
 
     return HeartbeatCallback
 
 
-def _fit_input(model: Any) -> Any:
-    """The ``x`` of the ``fit`` of ``model`` that is calling back, read from its frame."""
+def _fit_arguments(model: Any) -> dict[str, Any]:
+    """The parameters of the ``fit`` of ``model`` that is calling back, as that ``fit`` holds
+    them now (after it split off ``validation_split``), read from its frame; empty if unseen."""
     frame: FrameType | None = sys._getframe(1)
     for _ in range(_FIT_FRAME_DEPTH):
         if frame is None:
             break
-        if frame.f_code.co_name == "fit" and frame.f_locals.get("self") is model:
-            return frame.f_locals.get("x")
+        code = frame.f_code
+        if code.co_name == "fit" and frame.f_locals.get("self") is model:
+            names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+            return {name: frame.f_locals.get(name) for name in names if name != "self"}
         frame = frame.f_back
-    return None
-
-
-def is_one_shot(data: Any) -> bool:
-    """Whether ``data`` is used up by reading it (a generator, an iterator), so that what a
-    run draws from it is gone; a dataset, a ``PyDataset`` or an array is read afresh by each
-    ``fit``."""
-    return isinstance(data, Iterator)
+    return {}

@@ -10,7 +10,7 @@ import pytest
 from ipy_gpuguard.cards import CardParts, base_card, with_parts
 from ipy_gpuguard.diagnosis import Context, Kind, diagnose
 from ipy_gpuguard.protocol import to_json
-from ipy_gpuguard.retry import CellFrame, RetrySettings, RunOutcome, plan_retry
+from ipy_gpuguard.retry import CellFrame, RetrySettings, Runners, RunOutcome, plan_retry
 
 from ..protocol.validate import assert_valid
 
@@ -39,7 +39,7 @@ def request_for(diagnosis, fits_below: int, held_bytes: int = 0):
         )
 
     return plan_retry(
-        CELL, RetrySettings(), diagnosis, (CellFrame(3),), {}, (8 * GIB,), 0, None, run
+        CELL, RetrySettings(), diagnosis, (CellFrame(3),), {}, (8 * GIB,), 0, None, Runners(run)
     )
 
 

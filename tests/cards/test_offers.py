@@ -6,7 +6,7 @@ from ipy_gpuguard.cards import CardParts, base_card, with_parts
 from ipy_gpuguard.cards.offers import refusal
 from ipy_gpuguard.diagnosis import diagnose
 from ipy_gpuguard.protocol import APPLY_TO_CELL, FIND_MAX, RETRY, Action, ActionArgs
-from ipy_gpuguard.retry import CellFrame, RetrySettings, RunOutcome, plan_retry
+from ipy_gpuguard.retry import CellFrame, RetrySettings, Runners, RunOutcome, plan_retry
 
 CELL = "%%gpuguard\nBATCH = 256\nmodel.fit(x, y, batch_size=BATCH)\n"
 OOM = "ResourceExhaustedError: OOM when allocating tensor with shape[256,1024]"
@@ -22,7 +22,7 @@ def oom_card(fits_below: int | None = None):
         return RunOutcome(finished=True, error="OOM", out_of_memory=True)
 
     request = plan_retry(
-        CELL, RetrySettings(), diagnosis, (CellFrame(3),), {}, (2**33,), 0, None, run
+        CELL, RetrySettings(), diagnosis, (CellFrame(3),), {}, (2**33,), 0, None, Runners(run)
     )
     if fits_below is not None:
         request.retry.auto(10, True, lambda _attempt: None, lambda attempt: attempt())

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ipy_gpuguard.cards import CardParts, base_card, with_parts
 from ipy_gpuguard.diagnosis import Context, DeviceMemory, diagnose
 from ipy_gpuguard.protocol import AttemptRecord, Reclaim
-from ipy_gpuguard.retry import CellFrame, RetrySettings, RunOutcome, plan_retry
+from ipy_gpuguard.retry import CellFrame, RetrySettings, Runners, RunOutcome, plan_retry
 from ipy_gpuguard.ui.card_render import card_html, card_text
 
 CELL = "%%gpuguard\nBATCH_SIZE = 512\nmodel.fit(x, y, batch_size=BATCH_SIZE)\n"
@@ -28,7 +28,7 @@ def card(fits_below: int, peak_bytes: int | None, reclaimed: Reclaim | None = No
         return RunOutcome(finished=True, error="ResourceExhaustedError: OOM", out_of_memory=True)
 
     request = plan_retry(
-        CELL, RetrySettings(), diagnosis, (CellFrame(3),), {}, (8 * GIB,), 0, None, run
+        CELL, RetrySettings(), diagnosis, (CellFrame(3),), {}, (8 * GIB,), 0, None, Runners(run)
     )
     base = base_card(diagnosis, "c1", (), (), "cell-1", 3)
     return request, lambda: with_parts(base, CardParts(reclaimed, request, can_free_memory=True))

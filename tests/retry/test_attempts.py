@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from IPython.core.error import UsageError
 
-from ipy_gpuguard.retry import CellRetry, RetrySetup, RunOutcome, Trial, find_batch_size
+from ipy_gpuguard.retry import CellRetry, RetrySetup, Runners, RunOutcome, Trial, find_batch_size
 
 from ..conftest import guard_magics
 from ..oom_cells import keras_fit_cliff
@@ -139,7 +139,7 @@ def test_keep_effective_batch_multiplies_the_accumulation_steps():
 
     finding = find_batch_size(cell)
     setup = RetrySetup(cell, finding, 256, Trial(256, False), None, None, keep_effective_batch=True)
-    attempt = CellRetry(setup, run).attempt(64)
+    attempt = CellRetry(setup, Runners(run)).attempt(64)
     assert attempt.fits
     assert sources == [
         "opt = keras.optimizers.SGD(gradient_accumulation_steps=8)\n"
@@ -208,7 +208,7 @@ def test_a_search_whose_probe_leaves_memory_held_ends_on_a_run_that_fits():
     finding = find_batch_size(cell)
     first_failure = Trial(256, False, fit_fraction=0.25)  # the estimate: start at 64, which fits
     setup = RetrySetup(cell, finding, 256, first_failure, 8 * 2**30, 0)
-    retry = CellRetry(setup, run, find_max=True)
+    retry = CellRetry(setup, Runners(run), find_max=True)
     last = retry.auto(12, find_max=True, report=lambda attempt: None)
     assert any(size > 100 for size in ran)  # a probe failed and left memory held...
     assert last.fits  # ... and the search ended on a run that fits,

@@ -13,7 +13,7 @@ from ipy_gpuguard.protocol import (
     parse_action,
 )
 from ipy_gpuguard.record import Reclaimed
-from ipy_gpuguard.retry import CellFrame, RetrySettings, RunOutcome, plan_retry
+from ipy_gpuguard.retry import CellFrame, RetrySettings, Runners, RunOutcome, plan_retry
 from ipy_gpuguard.shell.actions import MAX_LIVE_CARDS, CardActions, LiveCard
 
 OOM = "ResourceExhaustedError: OOM when allocating tensor with shape[256,1024]"
@@ -49,7 +49,7 @@ def live_card(card_id="c1", fits_below=200):
         return RunOutcome(finished=True, error="OOM", out_of_memory=True, allocator_after_bytes=0)
 
     request = plan_retry(
-        CELL, RetrySettings(), diagnosis, (CellFrame(1),), {}, (2**33,), 0, None, run
+        CELL, RetrySettings(), diagnosis, (CellFrame(1),), {}, (2**33,), 0, None, Runners(run)
     )
     base = base_card(diagnosis, card_id, (), (), "cell-1", 1)
     parts = CardParts(None, request, can_free_memory=True)
@@ -127,7 +127,7 @@ def test_the_verdicts_held_memory_and_the_reclaim_line_are_one_measurement():
         )
 
     request = plan_retry(
-        CELL, RetrySettings(), diagnosis, (CellFrame(1),), {}, (2**33,), 0, None, run
+        CELL, RetrySettings(), diagnosis, (CellFrame(1),), {}, (2**33,), 0, None, Runners(run)
     )
     base = base_card(diagnosis, "c1", (), (), "cell-1", 1)
     first = Reclaimed(0, 3 * gib, gib, 2)  # the cell's own failure: 1 GiB still held

@@ -1,30 +1,29 @@
-"""A watch-only probe (every guarded cell's) costs Keras' steps nothing; a probe that ends runs
-hears each step, in fit's own thread."""
+"""The heartbeat tells a search's watch when each fit begins and ends, and nothing more: it
+keeps Keras' callbacks asynchronous, hears no step for it, and never raises into a fit."""
 
 from __future__ import annotations
 
-from ipy_gpuguard.retry.probe import PROBE_STEPS, FitProbe
+from ipy_gpuguard.retry.probe import FitWatch
 from ipy_gpuguard.watchdog.keras_hooks import heartbeat_callback_class
 from ipy_gpuguard.watchdog.progress import StepRecorder
 
 
 class Callback:  # Keras' Callback, as far as the heartbeat uses it
     async_safe = False
+    model: object = None
+    params: dict | None = None
 
 
-def test_a_watch_keeps_keras_asynchronous_callbacks_and_hears_no_step():
-    class CountedWatch(FitProbe):
-        def train_step_ended(self) -> bool:
-            raise AssertionError("a watch is not told of steps")
-
-    heartbeat = heartbeat_callback_class(Callback)(StepRecorder(), CountedWatch(None))
+def test_a_watch_keeps_keras_asynchronous_and_notes_each_fit_begun_and_ended():
+    watch = FitWatch()
+    heartbeat = heartbeat_callback_class(Callback)(StepRecorder(), watch)
+    heartbeat.model, heartbeat.params = object(), {"steps": 1}
     assert heartbeat.async_safe is True  # Keras 3 may still dispatch callbacks asynchronously
-    heartbeat.on_train_batch_end(0)
-
-
-def test_a_probe_that_ends_runs_is_synchronous_and_counts_steps():
-    probe = FitProbe(PROBE_STEPS)
-    heartbeat = heartbeat_callback_class(Callback)(StepRecorder(), probe)
-    assert heartbeat.async_safe is False
-    heartbeat.on_train_batch_end(0)
-    assert probe.train_steps == 1
+    heartbeat.on_train_begin()
+    for step in range(10):
+        heartbeat.on_train_batch_end(step)  # no step ends a run
+    assert watch.began == 1
+    assert not watch.all_ended  # a fit cut by an error never reaches its end
+    assert watch.one_batch
+    heartbeat.on_train_end()
+    assert watch.all_ended

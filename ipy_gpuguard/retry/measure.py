@@ -1,0 +1,231 @@
+"""Measuring a batch size with the guard's own training calls, never through the person's cell.
+
+A search needs to know whether a size fits, and how much memory it takes, without training the
+model at that size for good. It used to find out by running the cell and ending its ``fit``
+with an exception after a few steps: everything between the raise and the guard saw it (the
+person's ``except`` and ``finally``, code after a short ``fit``, other threads' fits,
+``%%capture``). Now, as Lightning's tuner runs its own calls of the training loop rather than the
+user's script, the guard calls ``fit`` itself, on the person's model with the data the cell's
+``fit`` received, for ``1 + PROBE_STEPS`` steps at the size (the first traces the step), with
+one validation step when the cell's ``fit`` validates, and puts back everything that trained.
+Its errors are caught in the guard's own frame; nothing of the cell runs.
+
+A size fits only when its steps ran to the end and the framework's pending work was waited for
+(JAX dispatches asynchronously: an out-of-memory error may surface only when a value is read).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+from .outcome import RunOutcome
+from .state import KeptState
+
+#: Training steps a probe runs after the first (which traces the step function).
+PROBE_STEPS = 3
+
+
+@dataclass(frozen=True)
+class FitCall:
+    """A Keras ``fit`` as the cell called it: what the guard's own calls train with."""
+
+    model: Any
+    x: Any
+    y: Any
+    sample_weight: Any
+    class_weight: Any
+    #: ``(x, y, sample_weight)`` of its validation, when the validation batch is the fit's.
+    validation: tuple[Any, Any, Any] | None
+    samples: int
+
+    @classmethod
+    def of(cls, model: Any, arguments: Mapping[str, Any]) -> FitCall | str:
+        """The call of ``fit`` on ``model`` with ``arguments`` (its parameters as ``fit`` holds
+        them when training begins), or why the guard cannot re-batch its data."""
+        x, y = arguments.get("x"), arguments.get("y")
+        samples = _samples(x, y, arguments.get("sample_weight"))
+        if samples is None:
+            kind = type(x).__name__
+            return (
+                f"the data given to fit is a {kind}, which brings its own batches: the guard "
+                "cannot re-batch it"
+            )
+        return cls(
+            model,
+            x,
+            y,
+            arguments.get("sample_weight"),
+            arguments.get("class_weight"),
+            _validation(arguments),
+            samples,
+        )
+
+
+def _samples(*parts: Any) -> int | None:
+    """The number of samples of arrays (or nested lists, tuples and dicts of arrays) that all
+    have the same first dimension; ``None`` for data that batches itself."""
+    leaves: list[Any] = []
+    for part in parts:
+        if part is not None and not _collect(part, leaves):
+            return None
+    lengths = {_first_dimension(leaf) for leaf in leaves}
+    if len(lengths) != 1 or None in lengths:
+        return None
+    (length,) = lengths
+    return length
+
+
+def _collect(data: Any, leaves: list[Any]) -> bool:
+    if isinstance(data, dict):
+        return all(_collect(value, leaves) for value in data.values())
+    if isinstance(data, list | tuple):
+        return bool(data) and all(_collect(value, leaves) for value in data)
+    if _first_dimension(data) is None:
+        return False
+    leaves.append(data)
+    return True
+
+
+def _first_dimension(array: Any) -> int | None:
+    shape = getattr(array, "shape", None)
+    try:
+        first = shape[0] if shape is not None and len(shape) > 0 else None
+    except TypeError:
+        return None
+    index = getattr(first, "__index__", None)
+    return int(index()) if callable(index) else None
+
+
+def _validation(arguments: Mapping[str, Any]) -> tuple[Any, Any, Any] | None:
+    """The validation arrays, when their batch follows the fit's (no batch size of their own)."""
+    data = arguments.get("validation_data")
+    if not isinstance(data, tuple | list) or not 2 <= len(data) <= 3:
+        return None
+    if arguments.get("validation_batch_size") not in (None, arguments.get("batch_size")):
+        return None
+    vx, vy, *rest = data
+    weights = rest[0] if rest else None
+    return (vx, vy, weights) if _samples(vx, vy, weights) is not None else None
+
+
+#: Says how a probe's failure stands (out of memory, the estimate of what fits), and frees
+#: what the error pinned; fills in the outcome it is given.
+Judge = Callable[[BaseException, RunOutcome], None]
+
+
+@dataclass(frozen=True)
+class PeakReader:
+    """Reads the framework allocator's peak over one probe: ``reset`` before, ``read`` after."""
+
+    reset: Callable[[], None]
+    read: Callable[[], int | None]
+
+
+@dataclass
+class Measurer:
+    """The guard's own training calls that measure a size of one ``fit``.
+
+    ``hold``: a block in which the person's Stop is held, then honoured (putting the model back
+    is never cut in half). ``judge``: the diagnosis of a failure.
+    """
+
+    peak: PeakReader
+    judge: Judge
+    hold: Callable[[], AbstractContextManager[Any]]
+    steps: int = PROBE_STEPS
+    #: The guard's own compiled step functions of each model, kept apart from the person's.
+    _functions: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def measure(self, call: FitCall, size: int) -> RunOutcome:
+        """Train ``call``'s model for ``1 + steps`` steps at ``size`` (and validate one step),
+        then put back everything that trained; how it went, as an attempt's outcome."""
+        outcome = RunOutcome(probed=True)
+        with self.hold():
+            kept = KeptState.of([call.model])
+        try:
+            self.peak.reset()
+            with self._own_functions(call.model):
+                _train(call, size, 1 + self.steps)
+            outcome.peak_bytes = self.peak.read()
+            outcome.finished = True
+        except KeyboardInterrupt:
+            outcome.interrupted = True
+        except Exception as error:
+            outcome.finished = True
+            self.judge(error, outcome)
+            del error
+        finally:
+            with self.hold() as held:
+                kept.restore()
+            if getattr(held, "received", False):
+                outcome.interrupted = True
+        return outcome
+
+    def forget(self) -> None:
+        """Let go of the guard's own step functions (they hold the model)."""
+        self._functions.clear()
+
+    @contextlib.contextmanager
+    def _own_functions(self, model: Any) -> Iterator[None]:
+        """Train with step functions of the guard's own, traced afresh for the search: the
+        person's may have been traced before the guard cleared Keras' session after an
+        out-of-memory error, and a retrace of them cannot make variables (an unseeded random
+        op's); theirs are put back, untouched, after each measurement."""
+        own = self._functions.setdefault(id(model), dict.fromkeys(_STEP_FUNCTIONS))
+        theirs = {name: vars(model).get(name, _ABSENT) for name in _STEP_FUNCTIONS}
+        for name, function in own.items():
+            setattr(model, name, function)
+        try:
+            yield
+        finally:
+            for name, function in theirs.items():
+                own[name] = getattr(model, name, None)
+                if function is _ABSENT:
+                    with contextlib.suppress(AttributeError):
+                        delattr(model, name)
+                else:
+                    setattr(model, name, function)
+
+
+#: Keras' compiled step functions on a model (``make_train_function`` makes one when ``None``).
+_STEP_FUNCTIONS = ("train_function", "test_function")
+_ABSENT = object()
+
+
+def _train(call: FitCall, size: int, steps: int) -> None:
+    """The probe itself: the guard's ``fit`` (and ``evaluate``) calls, quiet, with none of the
+    person's callbacks; the framework's pending work waited for."""
+    model = call.model
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "input ran out of data", retracing: not the person's
+        model.fit(
+            call.x,
+            call.y,
+            batch_size=size,
+            epochs=1,
+            steps_per_epoch=min(steps, math.ceil(call.samples / size)),
+            shuffle=False,
+            verbose=0,
+            sample_weight=call.sample_weight,
+            class_weight=call.class_weight,
+        )
+        if call.validation is not None:
+            vx, vy, weights = call.validation
+            model.evaluate(vx, vy, sample_weight=weights, batch_size=size, steps=1, verbose=0)
+    _wait_for_pending_work(model)
+
+
+def _wait_for_pending_work(model: Any) -> None:
+    """JAX: wait for the values the probe computed, so that an error JAX holds back raises here."""
+    jax = sys.modules.get("jax")
+    if jax is None:
+        return
+    values = [getattr(variable, "value", variable) for variable in model.variables]
+    jax.block_until_ready(values)
