@@ -128,9 +128,10 @@ def search_card(
         SEARCH_KIND,
         "retry.find_max",
         f"Batch size {batch_size} fits this cell",
-        "Find the largest batch that fits: the guard tries larger sizes with probes (a few "
-        "training steps each, whose training it then puts back), then runs the cell once, "
-        "whole, at the largest that fits.",
+        "Find the largest batch that fits: the guard measures larger sizes with its own "
+        "training calls on this cell's model and data (a few steps each, whose training it "
+        "then puts back; nothing of the cell runs), then runs the cell once, whole, at the "
+        "largest that fits.",
         cell_id,
         execution_count,
     )

@@ -12,7 +12,7 @@ from .find import BatchFinding, find_batch_size
 from .frames import CellFrame, cell_frames
 from .measure import PROBE_STEPS, FitCall, Measurer, PeakReader
 from .memory import BatchMemory, Remembered, cell_key
-from .outcome import RunOutcome
+from .outcome import Ending, RunOutcome
 from .plan import RetryRequest, plan_retry, plan_search, remembered_note
 from .probe import BeforeTheSearch, FitWatch
 from .resolve import BatchTarget, Literal
@@ -31,7 +31,6 @@ from .verdict import (
     MEMORY_HELD,
     NEXT,
     OTHER_ERROR,
-    SearchEnd,
     decide,
     verdict_of,
 )
@@ -54,6 +53,7 @@ __all__ = [
     "BeforeTheSearch",
     "CellFrame",
     "CellRetry",
+    "Ending",
     "FitCall",
     "FitWatch",
     "Literal",
@@ -66,7 +66,6 @@ __all__ = [
     "Rewrite",
     "RunOutcome",
     "Runners",
-    "SearchEnd",
     "SearchSettings",
     "Step",
     "Trial",

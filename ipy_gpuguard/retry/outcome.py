@@ -1,7 +1,9 @@
-"""How one attempt of a retry ended: a whole run of the cell, or a measurement of the guard's."""
+"""How one attempt of a retry ended (a whole run of the cell, or a measurement of the guard's),
+and how the cell ends. Light: the shell's magics read it before any retry is imported."""
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from ..protocol import Reclaim
@@ -20,3 +22,11 @@ class RunOutcome:
     reclaimed: Reclaim | None = None  # what that freeing gave back, as the card says it
     interrupted: bool = False  # the person's Stop reached the run: no further attempt
     probed: bool = False  # measured by the guard's own training calls, not a run of the cell
+
+
+class Ending(enum.Enum):
+    """How a guarded cell ends, for the frontend (its ``execute_reply``)."""
+
+    AS_RAN = "as_ran"  # its own result stands: ok, or its own error
+    FIXED = "fixed"  # the last whole run of a retry or a search fitted: it ends ok
+    STOPPED = "stopped"  # the person's Stop ended the guard's work: KeyboardInterrupt

@@ -7,21 +7,10 @@ was fixed or what the next size is.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import replace
 
 from ..protocol import RetryVerdict
 from .attempts import Attempt, CellRetry
-
-
-class SearchEnd(enum.Enum):
-    """How a guarded cell's search for its largest batch ended, for the cell's own result."""
-
-    NONE = "none"  # no search ran (at most one was offered)
-    FIXED = "fixed"  # its last run, a whole run that fits, is the cell's
-    STOPPED = "stopped"  # the person's Stop ended it
-    UNFINISHED = "unfinished"  # it ended without a whole run that fits
-
 
 FIXED, NEXT, MEMORY_HELD, GAVE_UP, OTHER_ERROR = (
     "fixed",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from IPython.core import magic_arguments
 from IPython.core.error import UsageError
@@ -23,7 +23,7 @@ from IPython.display import Pretty, display
 from ..protocol import FIND_MAX, RETRY, Action, ActionArgs
 from ..protocol.files import os_reason
 from ..retry import AUTO_RETRY_RUNS, DEFAULT_RUNS, FIND_MAX_RUNS, retry_settings
-from ..retry.verdict import SearchEnd
+from ..retry.outcome import Ending
 from ..ui.history import HistoryTable
 from .interrupts import StopCell, held_interrupt
 from .options import (
@@ -385,24 +385,20 @@ class GPUGuardMagics(Magics):
                 "diagnose", lambda: self.session.record_attempt(finished, error)
             )
             return
-        rule_id = None
         count = getattr(result, "execution_count", None)
-        if error is None:
-            end = _searched(lambda: self.session.search(finished, count, stopped))
-            if end is SearchEnd.STOPPED:
-                # The person's Stop ended the search, or kept it from starting: the cell ends
-                # interrupted, as it would have without the guard.
-                result.error_in_exec = KeyboardInterrupt("the search for the largest batch")
-        else:
-            remediated = _guard_failure_in_one_line(
-                "diagnose", lambda: self.session.remediate(finished, error, count, stopped)
-            )
-            if remediated is not None:
-                rule_id = remediated.diagnosis.rule_id
-                if remediated.fixed:
-                    result.error_in_exec = None
-        outcome = "error" if result.error_in_exec is not None else "fixed" if error else "ok"
-        _guard_failure_in_one_line("finish", lambda: self.session.ended(outcome, rule_id))
+        stage = "search" if error is None else "diagnose"
+        how = _stoppable(stage, lambda: self.session.after(finished, error, count, stopped))
+        # A Stop in the guard's own steps ends the retries or the search that was to run by
+        # itself; where none was to, the cell's own result stands.
+        by_itself = finished.options.retry.auto_runs > 0
+        if how is Ending.FIXED:
+            result.error_in_exec = None  # the last run of the guard's retries is the cell's
+        elif how is Ending.STOPPED or (how is _STOPPED and by_itself):
+            # The person's Stop ended the guard's retries or search, or kept them from starting:
+            # the cell ends interrupted, as it would have without the guard.
+            result.error_in_exec = KeyboardInterrupt("the guard's retries of the cell")
+        if how is _STOPPED:
+            _guard_failure_in_one_line("finish", lambda: self.session.ended("error"))
 
     def _surface_pending_work(self, depth: int, result: Any) -> BaseException | None:
         """Fail the guarded cell at ``depth`` with the error of work it dispatched
@@ -608,13 +604,18 @@ _CONSEQUENCES = {
 }
 
 
-def _searched(search: Callable[[], SearchEnd]) -> SearchEnd | None:
-    """Run the search; the person's Stop landing in the guard's own steps of it ends it as
-    stopped, and its failure is one line."""
+#: What :func:`_stoppable` returns when the person's Stop landed in the guard's step.
+_STOPPED: Any = object()
+
+
+def _stoppable(stage: str, step: Callable[[], T]) -> T | None:
+    """Run a step of the guard after the cell (a search, the retries); the person's Stop
+    landing in it ends it as stopped (:data:`_STOPPED`), and its failure is one line."""
     try:
-        return _guard_failure_in_one_line("search", search, stop=True)
+        return _guard_failure_in_one_line(stage, step, stop=True)
     except KeyboardInterrupt:
-        return SearchEnd.STOPPED
+        print(f"ipy_gpuguard: interrupted while the guard was to {stage}", file=sys.stderr)
+        return cast(T, _STOPPED)
 
 
 def _guard_failure_in_one_line(stage: str, action: Callable[[], T], stop: bool = False) -> T | None:

@@ -1,5 +1,6 @@
-"""What the guard does after a guarded cell failed: diagnose, free memory, show the card, retry
-when asked, record the incident.
+"""Carrying out what the guard decided about a failed cell: diagnose, show the card, free
+memory, retry, record the incident. What to do is :func:`~ipy_gpuguard.retry.aftermath.
+after_failure`'s, how the cell ends :func:`~ipy_gpuguard.retry.aftermath.ending`'s.
 
 Runs from ``post_run_cell``: the traceback has been shown and the ``except`` block left, so
 clearing the frames of the failed call really releases what they held.
@@ -15,7 +16,9 @@ from typing import Any
 from ..cards import PENDING, CardParts, reclaim_of
 from ..diagnosis import Context, Diagnosis, Kind, diagnose
 from ..record import FailedRun, Reclaimed
-from ..retry import FIXED, RetryRequest, RunOutcome, verdict_of
+from ..retry import RetryRequest, RunOutcome, verdict_of
+from ..retry.aftermath import CellEnd, after_failure, ending
+from ..retry.outcome import Ending
 from .actions import LiveCard
 from .incidents import Incident, IncidentLog
 from .reclaim import free_failure_memory
@@ -31,20 +34,18 @@ Present = Callable[[Diagnosis, tuple[str, ...], CardParts, Callable[[], Reclaime
 
 @dataclass(frozen=True)
 class Remediated:
-    """What came of a failure: its diagnosis, and whether a retry fixed the cell by itself."""
+    """What came of a failure: its diagnosis, and how the cell ends."""
 
     diagnosis: Diagnosis
-    fixed: bool = False
+    ending: Ending = Ending.AS_RAN
 
 
 @dataclass(frozen=True)
 class Policy:
-    """The settings that decide what happens after a failure (from ``GPUGuard``)."""
+    """Where the incident goes (from ``GPUGuard``)."""
 
-    free_memory_on_oom: bool
     incident_log: IncidentLog | None
     log_cell_source: bool
-    auto_retry: bool = True  # False: the person's Stop came as the guard finished the cell
 
 
 @dataclass(frozen=True)
@@ -59,69 +60,59 @@ class Failure:
 def remediate(
     error: BaseException,
     run: FailedRun,
+    end: CellEnd,
     policy: Policy,
     failure: Failure,
     previous_kind: Kind | None,
     plan_retry: Callable[[Diagnosis], RetryRequest | None],
     present: Present,
 ) -> Remediated:
-    """Diagnose ``error``, free what it pinned when it is out of memory, show the card, retry
-    by itself when asked, and log the incident.
-
-    An error that no rule recognises gets no card: the frozen panel above the traceback is
-    enough. Memory is always freed before a retry runs by itself.
-    """
+    """Diagnose ``error`` and do what :func:`after_failure` decides: show the card, free what
+    the error pinned, retry by itself; then log the incident."""
     context = _context(run, previous_kind)
     diagnosis = diagnose(error, context)
-    if diagnosis.kind is Kind.UNKNOWN:
-        return Remediated(diagnosis)
-    out_of_memory = diagnosis.kind is Kind.OUT_OF_MEMORY
-    request = plan_retry(diagnosis) if out_of_memory else None
+    request = plan_retry(diagnosis) if diagnosis.kind is Kind.OUT_OF_MEMORY else None
     retry = request.retry if request is not None else None
-    auto = (
-        policy.auto_retry
-        and retry is not None
-        and request is not None
-        and request.settings.auto_runs > 0
+    decided = after_failure(end, diagnosis.kind, retry is not None)
+    if not decided.card:
+        return Remediated(diagnosis)
+    parts = CardParts(
+        reclaimed=PENDING if decided.free_memory else None, request=request, can_free_memory=True
     )
-    freeing = out_of_memory and (policy.free_memory_on_oom or auto)
-    parts = CardParts(reclaimed=PENDING if freeing else None, request=request, can_free_memory=True)
     # The card first: freeing can take seconds (clear_session took 4.3 s on PyTorch on an H100).
     failed = FailureMark.of(error)  # what the card's button frees, without keeping it alive
-    live = present(
-        diagnosis, (DEBUG_NOTE,) if freeing else (), parts, lambda: free_memory_now(run, failed)
-    )
+    notes = (DEBUG_NOTE,) if decided.free_memory else ()
+    live = present(diagnosis, notes, parts, lambda: free_memory_now(run, failed))
     reclaimed = None
-    if freeing:
+    if decided.free_memory:
         reclaimed = free_failure_memory(error, run.read_allocator, run.allocator_baseline_bytes)
         message = live.freed(reclaimed)
         live.display.show(live.card, message)
     del error  # nothing below needs it, and it holds the traceback
-    if auto and request is not None:
+    if decided.auto and request is not None:
         settings = request.settings
         live.retry(None, settings.auto_runs, settings.find_max, None)
         live.display.show(live.card, live.verdict_message())
-    verdict = verdict_of(retry)
-    stopped = retry is not None and any(a.outcome.interrupted for a in retry.attempts)
-    fixed = verdict is not None and verdict.state == FIXED and not stopped
-    if stopped:
+    how = ending(retry)
+    if how is Ending.STOPPED:
         print(
-            "ipy_gpuguard: the retries stopped at your interrupt; no further one runs, and the "
-            "cell's error stands",
+            "ipy_gpuguard: the retries stopped at your interrupt; no further one runs",
             file=sys.stderr,
         )
+    verdict = verdict_of(retry)
+    fixed_at = verdict.batch_size if how is Ending.FIXED and verdict is not None else None
     if policy.incident_log is not None:
         policy.incident_log.append(
             Incident.of(
                 diagnosis,
                 failure.options,
-                _outcome(reclaimed is not None, verdict.batch_size if fixed and verdict else None),
+                _outcome(reclaimed is not None, fixed_at),
                 context.environment,  # already cut to the allow-list
                 failure.cell if policy.log_cell_source else None,
                 failure.cell_id,
             )
         )
-    return Remediated(diagnosis, fixed)
+    return Remediated(diagnosis, how)
 
 
 def attempt_failed(

@@ -25,13 +25,14 @@ from ..retry import (
     Rewrite,
     Runners,
     RunOutcome,
-    SearchEnd,
     cell_frames,
     find_batch_size,
     plan_retry,
     plan_search,
     remembered_note,
 )
+from ..retry.aftermath import CellEnd, SearchRefusal, after_success, ending
+from ..retry.outcome import Ending
 from ..telemetry import DeviceBackend, open_backend
 from ..telemetry.units import format_bytes, parse_size_list
 from ..watchdog import GpuTimeout, SystemTimeoutProbe, TimeoutProbe
@@ -272,22 +273,49 @@ class GuardSession:
         if self.state_file is not None and self.last_run is not None:
             self.state_file.cell_ended(outcome, rule_id, self.last_run.steps.snapshot())
 
-    def remediate(
+    def after(
+        self,
+        finished: FinishedCell,
+        error: BaseException | None,
+        execution_count: int | None = None,
+        stopped: bool = False,
+    ) -> Ending:
+        """Do what the guard decides after ``finished`` (see :mod:`~ipy_gpuguard.retry.
+        aftermath`): diagnose a failure, show its card, free memory and retry; search for the
+        largest batch of a cell that ran, or offer to; record how it ended. ``error``: what the
+        cell raised; ``stopped``: the person's Stop landed in the guard's finish. Returns how
+        the cell ends, which the caller carries out on IPython's result."""
+        watch = finished.watch
+        end = CellEnd(
+            failed=error is not None,
+            stopped_in_finish=stopped,
+            find_max=finished.options.retry.find_max,
+            auto_runs=finished.options.retry.auto_runs,
+            saw_fit=watch is not None and watch.saw_fit,
+            fits_ended=watch is None or watch.all_ended,
+            live=self.live,
+            free_memory_on_oom=self.config.free_memory_on_oom,
+        )
+        rule_id = None
+        if error is None:
+            how = self._after_success(finished, end, execution_count)
+        else:
+            remediated = self._remediate(finished, error, end, execution_count)
+            how, rule_id = remediated.ending, remediated.diagnosis.rule_id
+        failed = (error is not None and how is not Ending.FIXED) or how is Ending.STOPPED
+        self.ended("error" if failed else "fixed" if error is not None else "ok", rule_id)
+        return how
+
+    def _remediate(
         self,
         finished: FinishedCell,
         error: BaseException,
-        execution_count: int | None = None,
-        stopped: bool = False,
+        end: CellEnd,
+        execution_count: int | None,
     ) -> Remediated:
         """Diagnose the failed cell, show its card, retry when asked (see
-        :func:`.remediation.remediate`); ``stopped``: the person's Stop reached the guard's
-        finish, and no retry runs by itself."""
-        policy = Policy(
-            free_memory_on_oom=self.config.free_memory_on_oom,
-            incident_log=self.incident_log,
-            log_cell_source=self.config.log_cell_source,
-            auto_retry=not stopped,
-        )
+        :func:`.remediation.remediate`)."""
+        policy = Policy(incident_log=self.incident_log, log_cell_source=self.config.log_cell_source)
         failing = cell_frames(error)
         failed_run = finished.run.failed_run(finished.view)
 
@@ -335,7 +363,7 @@ class GuardSession:
 
         failure = Failure(dataclasses.asdict(finished.options), finished.cell, finished.cell_id)
         remediated = remediate(
-            error, failed_run, policy, failure, self.last_failure, retry_for, present
+            error, failed_run, end, policy, failure, self.last_failure, retry_for, present
         )
         self.last_failure = remediated.diagnosis.kind
         card = self.cards.get(self.last_retry_card or "")
@@ -344,29 +372,26 @@ class GuardSession:
             request.retry.forget_the_fit()  # a card kept for later pins no model nor data
         return remediated
 
-    def search(
-        self, finished: FinishedCell, execution_count: int | None = None, stopped: bool = False
-    ) -> SearchEnd:
-        """A guarded cell that fitted: with ``--find-max``, search for its largest batch now;
-        otherwise, for a cell that trained a Keras model in a notebook, offer the search on a
-        card under its panel. ``stopped``: the person's Stop reached the guard's finish, and a
-        search that was to run does not."""
+    def _after_success(
+        self, finished: FinishedCell, end: CellEnd, execution_count: int | None
+    ) -> Ending:
+        """A guarded cell that ran: search for its largest batch, or offer to, as
+        :func:`after_success` decides."""
         watch, settings = finished.watch, finished.options.retry
         if watch is None or self._runner is None:
-            return SearchEnd.NONE
-        if settings.find_max and stopped:
-            return SearchEnd.STOPPED
-        if not watch.all_ended:  # its error was caught in the cell: no size is known to fit
-            if settings.find_max:
-                print(
-                    "ipy_gpuguard: --find-max ran no search: this cell's fit did not run to its "
-                    "end though the cell raised nothing (an error caught in the cell, or under "
-                    "%%capture), so no batch size is known to fit",
-                    file=sys.stderr,
-                )
-            return SearchEnd.NONE
-        if not settings.find_max and not (watch.saw_fit and self.live):
-            return SearchEnd.NONE
+            return Ending.AS_RAN
+        decided = after_success(end)
+        if decided.stopped:
+            return Ending.STOPPED
+        if decided.refused is SearchRefusal.FIT_CUT:
+            print(
+                "ipy_gpuguard: --find-max ran no search: this cell's fit did not run to its "
+                "end though the cell raised nothing (an error caught in the cell, or under "
+                "%%capture), so no batch size is known to fit",
+                file=sys.stderr,
+            )
+        if not (decided.search or decided.offer):
+            return Ending.AS_RAN
         peak = finished.run.allocator_peak_bytes(finished.view)
         request = plan_search(
             finished.cell,
@@ -381,31 +406,27 @@ class GuardSession:
         )
         retry = request.retry
         if retry is None:
-            if settings.find_max:
+            if decided.search:
                 print(
                     "ipy_gpuguard: --find-max found no batch size to change in this cell "
                     f"({request.offer.reason}); its run stands",
                     file=sys.stderr,
                 )
-            return SearchEnd.NONE
-        if watch.trained_earlier_model and not settings.find_max:
+            return Ending.AS_RAN
+        if watch.trained_earlier_model and not decided.search:
             retry.notes.append(
                 "This cell's run trained a model of an earlier cell: the search's last run "
                 "trains it again from where that run left it. For one training from the start, "
                 "run the cell that builds the model, then this one with --find-max."
             )
         live = self._show_search(request, finished, execution_count)
-        if not settings.find_max:
+        if not decided.search:
             retry.forget_the_fit()
-            return SearchEnd.NONE
+            return Ending.AS_RAN
         retry.began_with(RunOutcome(True, peak_bytes=peak))
         live.retry(None, settings.auto_runs, True, None)
         live.display.show(live.card, live.verdict_message())
-        verdict = live.card.retry.verdict if live.card.retry is not None else None
-        if any(attempt.outcome.interrupted for attempt in retry.attempts):
-            return SearchEnd.STOPPED
-        fixed = verdict is not None and verdict.state == FIXED
-        return SearchEnd.FIXED if fixed else SearchEnd.UNFINISHED
+        return ending(retry)
 
     def _runners(self, finished: FinishedCell) -> Runners:
         """How a retry of ``finished`` runs: whole runs through the shell; sizes measured with

@@ -58,6 +58,9 @@ class KerasHooks:
     ) -> None:
         self._recorder = recorder
         self._watcher = watcher
+        #: The thread that runs the cell (hooks are made as it starts): only its fits are the
+        #: cell's training; a fit another thread of the person's runs meanwhile is not.
+        self._cell_thread = threading.get_ident()
         self._modules = sys.modules if modules is None else modules
         self._lock = threading.Lock()
         self._patched: dict[str, tuple[type, object, object]] = {}
@@ -88,6 +91,7 @@ class KerasHooks:
                     heartbeat_callback_class(base),
                     self._recorder,
                     self._watcher,
+                    self._cell_thread,
                 )
                 callback_list.__init__ = wrapper  # type: ignore[misc]
                 self._patched[name] = (callback_list, original, wrapper)
@@ -153,17 +157,20 @@ def _with_heartbeat(
     callback_class: type,
     recorder: StepRecorder,
     watcher: FitWatcher | None = None,
+    cell_thread: int | None = None,
 ) -> Callable[..., None]:
     """``CallbackList.__init__`` that also puts a heartbeat callback in the list.
 
     The callback goes in through the ``callbacks`` argument, not appended afterwards: Keras 2
-    decides at construction whether any callback wants the per-batch hooks.
+    decides at construction whether any callback wants the per-batch hooks. Only fits in
+    ``cell_thread`` are told to the ``watcher``.
     """
     position = list(inspect.signature(init).parameters).index("callbacks")
 
     @functools.wraps(init)
     def with_heartbeat(*args: Any, **kwargs: Any) -> None:
-        heartbeat = callback_class(recorder, watcher)
+        cells = watcher if threading.get_ident() == cell_thread else None
+        heartbeat = callback_class(recorder, cells)
         if len(args) > position:
             args = (*args[:position], _added(args[position], heartbeat), *args[position + 1 :])
         else:

@@ -242,3 +242,32 @@ def test_gpuguard_retry_keeps_to_out_of_memory_cards_and_max_reaches_the_search(
         keras_shell.run_line_magic("gpuguard", "retry 16")
     with pytest.raises(UsageError, match=r"batch size \d+ is the largest that fits"):
         keras_shell.run_line_magic("gpuguard", "retry max")
+
+
+def test_a_stop_in_the_guards_finish_keeps_the_search_from_starting(keras_shell, capsys):
+    """A Stop that lands while the guard finishes the cell's own run (before the search) is
+    held until that step is done, then honoured: no search runs, the cell ends interrupted,
+    and the model is as that run left it."""
+    import os
+    import signal
+
+    session = keras_shell.magics_manager.registry["GPUGuardMagics"].session
+    end = session.end
+
+    def end_with_a_stop(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)  # the Stop button, in the middle of the finish
+        return end(*args, **kwargs)
+
+    session.end = end_with_a_stop
+    try:
+        result = keras_shell.run_cell(
+            "%%gpuguard --find-max\n"
+            "BATCH = 64\n"
+            "model.fit(x, y, batch_size=BATCH, epochs=2, shuffle=False, verbose=0)\n"
+        )
+    finally:
+        del session.end
+    out = capsys.readouterr().out
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    assert "retry:" not in out  # no size measured, no run after
+    assert int(keras_shell.user_ns["model"].optimizer.iterations) == steps(64)

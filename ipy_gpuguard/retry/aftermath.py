@@ -1,0 +1,103 @@
+"""What happens after a guarded cell, decided in one place, from data; ``shell/`` carries it out.
+
+As IPython's ``run_cell`` returns an ``ExecutionResult`` that its hooks read, the guard's
+finish hands these functions what the finished run showed (:class:`CellEnd`) and gets back
+frozen decisions: after a failure, whether a card is shown, a retry planned, memory freed and
+retries run by themselves (:class:`AfterFailure`); after a cell that ran, whether a search
+runs, is offered or is refused, and why (:class:`AfterSuccess`); once the retries are over, how
+the cell ends (:class:`Ending`). "Fixed?" is the verdict's (:mod:`.verdict`), read here once.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from ..diagnosis import Kind
+from .attempts import CellRetry
+from .outcome import Ending
+from .verdict import FIXED, verdict_of
+
+
+class SearchRefusal(enum.Enum):
+    """Why a ``--find-max`` cell that ran searches for nothing (``shell/`` says it in a line)."""
+
+    FIT_CUT = "fit_cut"  # its fit did not end, though the cell raised nothing
+
+
+@dataclass(frozen=True)
+class CellEnd:
+    """What the finished run of a guarded cell showed, as far as the decisions need it."""
+
+    failed: bool  # the cell raised
+    stopped_in_finish: bool  # the person's Stop landed in the guard's own finish
+    find_max: bool  # ``--find-max``
+    auto_runs: int  # attempts it may make by itself (``--auto-retry``)
+    saw_fit: bool = False  # a Keras ``fit`` of the cell's began
+    fits_ended: bool = True  # and every one that began ran to its end
+    live: bool = False  # a frontend that shows cards under cells (a notebook)
+    free_memory_on_oom: bool = True  # ``GPUGuard.free_memory_on_oom``
+
+
+@dataclass(frozen=True)
+class AfterFailure:
+    """What the guard does about a failed cell: its card, a retry's plan, freeing its memory,
+    and retries by themselves."""
+
+    card: bool
+    plan_retry: bool
+    free_memory: bool
+    auto: bool
+
+
+@dataclass(frozen=True)
+class AfterSuccess:
+    """What follows a cell that ran: a search run now, offered on a card, or neither (and
+    why, when ``--find-max`` asked for one)."""
+
+    search: bool = False
+    offer: bool = False
+    stopped: bool = False  # the person's Stop kept the search from starting
+    refused: SearchRefusal | None = None
+
+
+def after_failure(end: CellEnd, kind: Kind, can_retry: bool) -> AfterFailure:
+    """A failure the diagnosis calls ``kind``; ``can_retry``: its batch size can be changed.
+
+    An error no rule recognises gets no card (the frozen panel above the traceback is enough);
+    an out-of-memory error plans a retry, frees what the failure pinned when the settings say so
+    or before a retry runs by itself, which it does with ``--auto-retry`` unless the person's
+    Stop came as the guard finished the cell.
+    """
+    out_of_memory = kind is Kind.OUT_OF_MEMORY
+    auto = out_of_memory and can_retry and end.auto_runs > 0 and not end.stopped_in_finish
+    return AfterFailure(
+        card=kind is not Kind.UNKNOWN,
+        plan_retry=out_of_memory,
+        free_memory=out_of_memory and (end.free_memory_on_oom or auto),
+        auto=auto,
+    )
+
+
+def after_success(end: CellEnd) -> AfterSuccess:
+    """A cell that ran: ``--find-max`` searches now (unless the person's Stop came first, or
+    its ``fit`` was cut by an error it caught: then no size is known to fit); a notebook cell
+    that trained a Keras model is offered the search."""
+    if end.find_max and end.stopped_in_finish:
+        return AfterSuccess(stopped=True)
+    if not end.fits_ended:
+        return AfterSuccess(refused=SearchRefusal.FIT_CUT if end.find_max else None)
+    if end.find_max:
+        return AfterSuccess(search=True)
+    return AfterSuccess(offer=end.saw_fit and end.live)
+
+
+def ending(retry: CellRetry | None) -> Ending:
+    """How the cell ends once the guard's retries of it are over: stopped when the person's
+    Stop reached one, fixed when the verdict says so, else as it ran."""
+    if retry is None:
+        return Ending.AS_RAN
+    if any(attempt.outcome.interrupted for attempt in retry.attempts):
+        return Ending.STOPPED
+    verdict = verdict_of(retry)
+    return Ending.FIXED if verdict is not None and verdict.state == FIXED else Ending.AS_RAN
