@@ -151,3 +151,90 @@ def test_the_state_files_path_is_spelled_only_in_the_protocol():
     for path in PACKAGE.rglob("*.py"):
         if room_of(path) != "protocol":
             assert not spelled.search(path.read_text(encoding="utf-8")), path
+
+
+def _shell_sources() -> list[tuple[Path, ast.AST]]:
+    return [
+        (path, ast.parse(path.read_text(encoding="utf-8")))
+        for path in sorted((PACKAGE / "shell").rglob("*.py"))
+    ]
+
+
+#: The names a decision about a cell's aftermath reads: a diagnosis' kind, a verdict's state.
+_DECIDING_NAMES = {"FIXED", "NEXT", "MEMORY_HELD", "GAVE_UP", "OTHER_ERROR", "Kind"}
+#: Attributes whose testing is a decision: the verdict's state, how many retries run by
+#: themselves, whether an attempt was interrupted, whether a whole run's fits all ended.
+_DECIDING_ATTRIBUTES = {"state", "auto_runs", "interrupted", "all_ended"}
+
+
+def test_the_shell_holds_no_decision_of_what_follows_a_cell():
+    """``retry/aftermath.py`` decides what follows a cell (a card, freeing, a retry or a
+    search by itself, how the cell ends) and ``retry/verdict.py`` whether it is fixed; ``shell/``
+    only carries that out. So no module of ``shell/`` compares a diagnosis' kind or a
+    verdict's state, nor tests the settings or the attempts that decide what follows."""
+    for path, tree in _shell_sources():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare | ast.BoolOp | ast.IfExp | ast.If | ast.UnaryOp):
+                tested = node.test if isinstance(node, ast.If | ast.IfExp) else node
+                for part in ast.walk(tested):
+                    if isinstance(part, ast.Attribute):
+                        assert part.attr not in _DECIDING_ATTRIBUTES, (path.name, part.lineno)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                assert node.value.id != "Kind", (path.name, node.lineno)
+            if isinstance(node, ast.ImportFrom):
+                named = {alias.name for alias in node.names}
+                assert not named & (_DECIDING_NAMES - {"Kind"}), (path.name, node.lineno)
+
+
+def test_nvml_is_started_only_in_telemetry():
+    """One NVML context per process, opened where the telemetry lives (nvitop's habit): the
+    doctor, the watchdog's GPU-timeout probe and the server read it through ``telemetry/``."""
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        started = any(
+            isinstance(node, ast.Attribute) and node.attr in ("nvmlInit", "nvmlInitWithFlags")
+            for node in ast.walk(tree)
+        )
+        assert not started or room_of(path) == "telemetry", path
+
+
+#: The rooms where a sentence the person reads on a card may be written: the card's own room,
+#: and the catalog of diagnoses and remedies the cards and the doctor share.
+_WORDING_ROOMS = {"cards", "diagnosis"}
+
+
+def _sentences(tree: ast.AST) -> list[tuple[int, str]]:
+    """String constants that read as a sentence of prose: a capital, words, a full stop."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            text = "".join(v.value for v in node.values if isinstance(v, ast.Constant))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        else:
+            continue
+        if re.fullmatch(r"[A-Z][a-z]+ [^\n]*\w[^\n]*[.:]\s*", text) and text.count(" ") >= 3:
+            found.append((node.lineno, text))
+    return found
+
+
+def _docstring_lines(tree: ast.AST) -> set[int]:
+    return {
+        node.body[0].value.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+
+
+def test_card_sentences_are_written_only_in_cards():
+    """Every sentence a card shows comes from ``cards/`` (or the diagnosis' catalog): the
+    retry, the search, the watchdog and the shell hand over facts and codes, never words."""
+    for room in ("retry", "shell", "watchdog", "record"):
+        for path in (PACKAGE / room).rglob("*.py"):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            docstrings = _docstring_lines(tree)
+            prose = [(line, text) for line, text in _sentences(tree) if line not in docstrings]
+            assert not prose, (path.relative_to(PACKAGE), prose)

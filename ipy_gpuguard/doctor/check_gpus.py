@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from ..diagnosis import FactValue, Remedy
 from ..diagnosis.builds import min_driver
+from ..telemetry.nvml_driver import NvmlGpu
 from ..telemetry.units import format_bytes
 from .check_software import JAX_CUDA_PLUGINS, tensorflow_uses_gpu
 from .findings import Findings, version_text, version_tuple
 from .frameworks import FrameworkView
 from .libraries import LoadedLibrary, cudnn_version
 from .model import Status, Verdict
-from .nvml_facts import NvmlGpu
 
 
 def driver(findings: Findings) -> Verdict:

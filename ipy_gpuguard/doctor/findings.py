@@ -17,11 +17,11 @@ from ..diagnosis.context import TENSORFLOW_DISTRIBUTIONS
 from ..diagnosis.remedies import SEE_DOCTOR, resolved
 from ..telemetry import DeviceInfo
 from ..telemetry.framework import FrameworkSettings, tensorflow_settings
+from ..telemetry.nvml_driver import NvmlFacts, read_nvml
 from ..watchdog.gpu_timeout import GpuTimeout, SystemTimeoutProbe
 from .frameworks import FrameworkView
 from .libraries import LoadedLibrary, load_cuda_runtime, load_cudnn
 from .machine import Machine
-from .nvml_facts import NvmlFacts, read_nvml
 
 _FRAMEWORK_NAMES = {"tensorflow": "TensorFlow", "torch": "PyTorch", "jax": "JAX"}
 _DISTRIBUTIONS = {"tensorflow": TENSORFLOW_DISTRIBUTIONS, "torch": ("torch",), "jax": ("jax",)}

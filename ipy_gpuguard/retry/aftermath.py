@@ -14,8 +14,10 @@ import enum
 from dataclasses import dataclass
 
 from ..diagnosis import Kind
+from ..protocol import RetryVerdict
 from .attempts import CellRetry
 from .outcome import Ending
+from .settings import RetrySettings
 from .verdict import FIXED, verdict_of
 
 
@@ -61,6 +63,18 @@ class AfterSuccess:
     refused: SearchRefusal | None = None
 
 
+def keeps_models_before(settings: RetrySettings) -> bool:
+    """Whether a cell's run keeps the models of earlier cells as its ``fit`` begins: when a
+    retry or a search may follow by itself, which puts them back before its whole runs."""
+    return settings.auto_runs > 0
+
+
+def plans_retry(kind: Kind) -> bool:
+    """Whether a failure of ``kind`` is one a smaller batch may fix (and whose memory is freed
+    after a retry's attempt)."""
+    return kind is Kind.OUT_OF_MEMORY
+
+
 def after_failure(end: CellEnd, kind: Kind, can_retry: bool) -> AfterFailure:
     """A failure the diagnosis calls ``kind``; ``can_retry``: its batch size can be changed.
 
@@ -69,7 +83,7 @@ def after_failure(end: CellEnd, kind: Kind, can_retry: bool) -> AfterFailure:
     or before a retry runs by itself, which it does with ``--auto-retry`` unless the person's
     Stop came as the guard finished the cell.
     """
-    out_of_memory = kind is Kind.OUT_OF_MEMORY
+    out_of_memory = plans_retry(kind)
     auto = out_of_memory and can_retry and end.auto_runs > 0 and not end.stopped_in_finish
     return AfterFailure(
         card=kind is not Kind.UNKNOWN,
@@ -97,7 +111,31 @@ def ending(retry: CellRetry | None) -> Ending:
     Stop reached one, fixed when the verdict says so, else as it ran."""
     if retry is None:
         return Ending.AS_RAN
-    if any(attempt.outcome.interrupted for attempt in retry.attempts):
+    if retry.stopped or any(attempt.outcome.interrupted for attempt in retry.attempts):
         return Ending.STOPPED
+    return Ending.FIXED if fixes(verdict_of(retry)) else Ending.AS_RAN
+
+
+def fixes(verdict: RetryVerdict | None) -> bool:
+    """Whether a retry's verdict is that the cell is fixed: the one place that reads it so."""
+    return verdict is not None and verdict.state == FIXED
+
+
+def fixed_size(retry: CellRetry | None) -> int | None:
+    """The batch size that fixed the cell, for its incident; ``None`` when none did."""
     verdict = verdict_of(retry)
-    return Ending.FIXED if verdict is not None and verdict.state == FIXED else Ending.AS_RAN
+    return verdict.batch_size if ending(retry) is Ending.FIXED and verdict is not None else None
+
+
+def stopped_in_the_guard(end: CellEnd) -> Ending:
+    """The person's Stop landed in the guard's own steps after the cell: the retries or the
+    search that were to run by themselves end there, as the cell does; where none were to, the
+    cell's own result stands."""
+    return Ending.STOPPED if end.auto_runs > 0 else Ending.AS_RAN
+
+
+def state_outcome(failed: bool, how: Ending) -> str:
+    """How the kernel's state file records the cell: ``error``, ``fixed`` or ``ok``."""
+    if how is Ending.STOPPED or (failed and how is not Ending.FIXED):
+        return "error"
+    return "fixed" if failed else "ok"

@@ -18,7 +18,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import AttemptRecord
@@ -116,6 +116,8 @@ class Runners:
     hold: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
     #: Lets go of what ``measure`` holds of the model once a search is over.
     forget: Callable[[], None] = lambda: None
+    #: Whether the person's Stop came while the guard's own steps held it: no attempt follows.
+    stop_requested: Callable[[], bool] = lambda: False
 
 
 @dataclass
@@ -130,6 +132,8 @@ class CellRetry:
     notes: list[str] = field(default_factory=list)
     fit_call: FitCall | None = field(init=False)
     before: BeforeTheSearch = field(init=False)
+    #: The person's Stop ended the attempts between two of them (in the guard's own steps).
+    stopped: bool = False
 
     def __post_init__(self) -> None:
         self.search = self._new_search(self.find_max)
@@ -201,7 +205,7 @@ class CellRetry:
                 self.before.restore()  # a run cut short trains nothing that stays
             self._note(STOPPED_IN_A_RUN if self.before.models else "")
         elif outcome.finished and outcome.error is None and not watch.all_ended:
-            outcome.error = FIT_CUT
+            outcome = replace(outcome, error=FIT_CUT)
         self._learn(watch)
         return outcome, watch
 
@@ -254,6 +258,9 @@ class CellRetry:
         last: Attempt | None = self.attempts[-1] if self.attempts else None
         whole = probes = 0
         while True:
+            if self.runners.stop_requested():
+                self.stopped = True
+                break
             probing = find_max and self.probing and probes < MAX_PROBES
             step = self.search.next_step(MAX_PROBES - probes + 1 if probing else runs - whole)
             if step is None or (probing and step.size == self.search.largest_fitting):

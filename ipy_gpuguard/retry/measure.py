@@ -22,7 +22,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .outcome import RunOutcome
@@ -115,9 +115,9 @@ def _validation(arguments: Mapping[str, Any]) -> tuple[Any, Any, Any] | None:
     return (vx, vy, weights) if _samples(vx, vy, weights) is not None else None
 
 
-#: Says how a probe's failure stands (out of memory, the estimate of what fits), and frees
-#: what the error pinned; fills in the outcome it is given.
-Judge = Callable[[BaseException, RunOutcome], None]
+#: Says how a measurement's failure stands (out of memory, the estimate of what fits) on the
+#: outcome it is given, and frees what the error pinned.
+Judge = Callable[[BaseException, RunOutcome], RunOutcome]
 
 
 @dataclass(frozen=True)
@@ -133,12 +133,14 @@ class Measurer:
     """The guard's own training calls that measure a size of one ``fit``.
 
     ``hold``: a block in which the person's Stop is held, then honoured (putting the model back
-    is never cut in half). ``judge``: the diagnosis of a failure.
+    is never cut in half); ``let_through``: a block in which it stops the training at once
+    (even inside a hold). ``judge``: the diagnosis of a failure.
     """
 
     peak: PeakReader
     judge: Judge
     hold: Callable[[], AbstractContextManager[Any]]
+    let_through: Callable[[], AbstractContextManager[Any]]
     steps: int = PROBE_STEPS
     #: The guard's own compiled step functions of each model, kept apart from the person's.
     _functions: dict[int, dict[str, Any]] = field(default_factory=dict)
@@ -146,26 +148,24 @@ class Measurer:
     def measure(self, call: FitCall, size: int) -> RunOutcome:
         """Train ``call``'s model for ``1 + steps`` steps at ``size`` (and validate one step),
         then put back everything that trained; how it went, as an attempt's outcome."""
-        outcome = RunOutcome(probed=True)
         with self.hold():
             kept = KeptState.of([call.model])
+        outcome = RunOutcome(finished=True, probed=True)
         try:
             self.peak.reset()
-            with self._own_functions(call.model):
+            with self.let_through(), self._own_functions(call.model):
                 _train(call, size, 1 + self.steps)
-            outcome.peak_bytes = self.peak.read()
-            outcome.finished = True
+            outcome = replace(outcome, peak_bytes=self.peak.read())
         except KeyboardInterrupt:
-            outcome.interrupted = True
+            outcome = replace(outcome, finished=False, interrupted=True)
         except Exception as error:
-            outcome.finished = True
-            self.judge(error, outcome)
+            outcome = self.judge(error, outcome)
             del error
         finally:
             with self.hold() as held:
                 kept.restore()
             if getattr(held, "received", False):
-                outcome.interrupted = True
+                outcome = replace(outcome, interrupted=True)
         return outcome
 
     def forget(self) -> None:

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from ..protocol import Reclaim
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunOutcome:
-    """How one attempt's run ended, filled in by the session when the run finishes."""
+    """How one attempt ended: a whole run of the cell (as the guard's finish of it saw it), or
+    a measurement of the guard's own."""
 
     finished: bool = False
     error: str | None = None  # "TypeName: message" of a failure

@@ -38,17 +38,24 @@ def held_interrupt() -> Iterator[Interrupted]:
 @contextlib.contextmanager
 def noted_interrupts() -> Iterator[Interrupted]:
     """Note each SIGINT that arrives in the block, then let it act as it would have
-    (``KeyboardInterrupt``). One raised where Python cannot raise it (in a finaliser: "Exception
+    (``KeyboardInterrupt``), even inside :func:`held_interrupt`: the person's runs and the
+    guard's measurements, inside the guard's held steps, stop at the person's Stop. One raised where Python cannot raise it (in a finaliser: "Exception
     ignored") is still noted, so a retry's attempts stop at the person's Stop wherever it lands.
     """
     with _sigint_noted(passed_on=True) as interrupted:
         yield interrupted
 
 
+#: The noting handler of each hold in force, and the handler it replaced: what an interrupt
+#: let through a hold (:func:`noted_interrupts` inside :func:`held_interrupt`) is handed to.
+_HELD_OVER: dict[Any, Any] = {}
+
+
 @contextlib.contextmanager
 def _sigint_noted(passed_on: bool) -> Iterator[Interrupted]:
     """SIGINT's handler for the block notes each one, and with ``passed_on`` hands it to the
-    handler it replaced; on the main thread only (signals are not ours elsewhere)."""
+    handler it replaced (through any hold, to the handler the outermost hold replaced); on the
+    main thread only (signals are not ours elsewhere)."""
     interrupted = Interrupted()
     if threading.current_thread() is not threading.main_thread():
         yield interrupted
@@ -58,9 +65,12 @@ def _sigint_noted(passed_on: bool) -> Iterator[Interrupted]:
         interrupted.received = True
         if not passed_on:
             return
-        if callable(previous):
-            previous(signum, frame)
-        elif previous == signal.SIG_DFL:
+        handler = previous
+        while handler in _HELD_OVER:
+            handler = _HELD_OVER[handler]
+        if callable(handler):
+            handler(signum, frame)
+        elif handler == signal.SIG_DFL:
             signal.default_int_handler(signum, frame)
 
     try:
@@ -68,10 +78,13 @@ def _sigint_noted(passed_on: bool) -> Iterator[Interrupted]:
     except ValueError:  # not the main interpreter
         yield interrupted
         return
+    if not passed_on:
+        _HELD_OVER[note] = previous
     try:
         yield interrupted
     finally:
         signal.signal(signal.SIGINT, previous)
+        _HELD_OVER.pop(note, None)
 
 
 class CellStopped(InputRejected):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from IPython.core import magic_arguments
 from IPython.core.error import UsageError
@@ -387,18 +387,15 @@ class GPUGuardMagics(Magics):
             return
         count = getattr(result, "execution_count", None)
         stage = "search" if error is None else "diagnose"
-        how = _stoppable(stage, lambda: self.session.after(finished, error, count, stopped))
-        # A Stop in the guard's own steps ends the retries or the search that was to run by
-        # itself; where none was to, the cell's own result stands.
-        by_itself = finished.options.retry.auto_runs > 0
+        how = _guard_failure_in_one_line(
+            stage, lambda: self.session.after(finished, error, count, stopped)
+        )
         if how is Ending.FIXED:
             result.error_in_exec = None  # the last run of the guard's retries is the cell's
-        elif how is Ending.STOPPED or (how is _STOPPED and by_itself):
+        elif how is Ending.STOPPED:
             # The person's Stop ended the guard's retries or search, or kept them from starting:
             # the cell ends interrupted, as it would have without the guard.
             result.error_in_exec = KeyboardInterrupt("the guard's retries of the cell")
-        if how is _STOPPED:
-            _guard_failure_in_one_line("finish", lambda: self.session.ended("error"))
 
     def _surface_pending_work(self, depth: int, result: Any) -> BaseException | None:
         """Fail the guarded cell at ``depth`` with the error of work it dispatched
@@ -534,12 +531,20 @@ class GuardedCellTransformer:
         line = guard_line(lines[0]) if lines else None
         if line is None:
             return lines
-        try:
-            self._magics.checked = (line, self._magics.guard_options(line, "".join(lines)))
-        except UsageError:
-            raise  # a wrong option stops the cell before it runs
-        except Exception:
-            pass  # the guard's own failure must not stop the cell: starting it reports it
+        # Checking the options opens the session (imports, the telemetry): a Stop landing in it
+        # would leave IPython's run_cell by a KeyboardInterrupt that ipykernel drops with the
+        # request, never replying. It is held, and stops the cell before it runs.
+        with held_interrupt() as interrupted:
+            try:
+                self._magics.checked = (line, self._magics.guard_options(line, "".join(lines)))
+            except UsageError:
+                raise  # a wrong option stops the cell before it runs
+            except Exception:
+                pass  # the guard's own failure must not stop the cell: starting it reports it
+        if interrupted.received:
+            self._magics.stopper.stop(
+                "the cell was interrupted as its guard started; it did not run"
+            )
         body = lines[1:]
         if body and body[0].startswith("%%"):
             return body
@@ -604,28 +609,12 @@ _CONSEQUENCES = {
 }
 
 
-#: What :func:`_stoppable` returns when the person's Stop landed in the guard's step.
-_STOPPED: Any = object()
-
-
-def _stoppable(stage: str, step: Callable[[], T]) -> T | None:
-    """Run a step of the guard after the cell (a search, the retries); the person's Stop
-    landing in it ends it as stopped (:data:`_STOPPED`), and its failure is one line."""
-    try:
-        return _guard_failure_in_one_line(stage, step, stop=True)
-    except KeyboardInterrupt:
-        print(f"ipy_gpuguard: interrupted while the guard was to {stage}", file=sys.stderr)
-        return cast(T, _STOPPED)
-
-
 def _guard_failure_in_one_line(stage: str, action: Callable[[], T], stop: bool = False) -> T | None:
     """Run a step of the guard; its failure, or the person's Stop landing in it, is one line
-    on stderr, never a second traceback; with ``stop``, the Stop goes on to the caller."""
+    on stderr, never a second traceback."""
     try:
         return action()
     except KeyboardInterrupt:
-        if stop:
-            raise
         print(
             f"ipy_gpuguard: interrupted while the guard was to {stage}; {_CONSEQUENCES[stage]}",
             file=sys.stderr,

@@ -16,8 +16,8 @@ from typing import Any
 from ..cards import PENDING, CardParts, reclaim_of
 from ..diagnosis import Context, Diagnosis, Kind, diagnose
 from ..record import FailedRun, Reclaimed
-from ..retry import RetryRequest, RunOutcome, verdict_of
-from ..retry.aftermath import CellEnd, after_failure, ending
+from ..retry import RetryRequest, RunOutcome
+from ..retry.aftermath import CellEnd, after_failure, ending, fixed_size, plans_retry
 from ..retry.outcome import Ending
 from .actions import LiveCard
 from .incidents import Incident, IncidentLog
@@ -71,7 +71,7 @@ def remediate(
     the error pinned, retry by itself; then log the incident."""
     context = _context(run, previous_kind)
     diagnosis = diagnose(error, context)
-    request = plan_retry(diagnosis) if diagnosis.kind is Kind.OUT_OF_MEMORY else None
+    request = plan_retry(diagnosis) if plans_retry(diagnosis.kind) else None
     retry = request.retry if request is not None else None
     decided = after_failure(end, diagnosis.kind, retry is not None)
     if not decided.card:
@@ -99,8 +99,7 @@ def remediate(
             "ipy_gpuguard: the retries stopped at your interrupt; no further one runs",
             file=sys.stderr,
         )
-    verdict = verdict_of(retry)
-    fixed_at = verdict.batch_size if how is Ending.FIXED and verdict is not None else None
+    fixed_at = fixed_size(retry)
     if policy.incident_log is not None:
         policy.incident_log.append(
             Incident.of(
@@ -116,22 +115,27 @@ def remediate(
 
 
 def attempt_failed(
-    error: BaseException, run: FailedRun, outcome: RunOutcome, previous_kind: Kind | None
-) -> None:
-    """Fill in how a retry's run failed; free its memory when it ran out, for the next one."""
+    error: BaseException, run: FailedRun, ran: RunOutcome, previous_kind: Kind | None
+) -> RunOutcome:
+    """How a retry's attempt that ``ran`` failed; its memory is freed when it ran out, for the
+    next one."""
     message = str(error).strip().splitlines()
-    outcome.error = (
-        f"{type(error).__name__}: {message[0][:200]}" if message else type(error).__name__
+    failed = replace(
+        ran,
+        error=f"{type(error).__name__}: {message[0][:200]}" if message else type(error).__name__,
     )
     diagnosis = diagnose(error, _context(run, previous_kind))
-    if diagnosis.kind is not Kind.OUT_OF_MEMORY:
-        return
-    outcome.out_of_memory = True
+    if not plans_retry(diagnosis.kind):
+        return failed
     fraction = diagnosis.facts.get("fit_fraction")
-    outcome.fit_fraction = fraction if isinstance(fraction, float) else None
     reclaimed = free_failure_memory(error, run.read_allocator, run.allocator_baseline_bytes)
-    outcome.allocator_after_bytes = reclaimed.after_bytes
-    outcome.reclaimed = reclaim_of(reclaimed)
+    return replace(
+        failed,
+        out_of_memory=True,
+        fit_fraction=fraction if isinstance(fraction, float) else None,
+        allocator_after_bytes=reclaimed.after_bytes,
+        reclaimed=reclaim_of(reclaimed),
+    )
 
 
 def _context(run: FailedRun, previous_kind: Kind | None) -> Context:

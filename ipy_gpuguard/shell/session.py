@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
 import threading
 import uuid
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -15,7 +16,6 @@ from ..diagnosis import Diagnosis, Kind
 from ..protocol import Action, ActionResult, Card, RunningCell
 from ..record import PanelView, Reclaimed, device_series
 from ..retry import (
-    FIXED,
     BatchMemory,
     BeforeTheSearch,
     FitWatch,
@@ -31,7 +31,16 @@ from ..retry import (
     plan_search,
     remembered_note,
 )
-from ..retry.aftermath import CellEnd, SearchRefusal, after_success, ending
+from ..retry.aftermath import (
+    CellEnd,
+    SearchRefusal,
+    after_success,
+    ending,
+    fixes,
+    keeps_models_before,
+    state_outcome,
+    stopped_in_the_guard,
+)
 from ..retry.outcome import Ending
 from ..telemetry import DeviceBackend, open_backend
 from ..telemetry.units import format_bytes, parse_size_list
@@ -42,7 +51,7 @@ from .card_display import CardDisplay, DataDisplay, TextDisplay, WidgetDisplay
 from .config import GPUGuard
 from .guarded_run import GuardedRun
 from .incidents import IncidentLog
-from .interrupts import held_interrupt, noted_interrupts
+from .interrupts import Interrupted, held_interrupt, noted_interrupts
 from .kernel_state import KernelStateFile
 from .live_hang import LiveHangCards
 from .native_log import PipeDrain
@@ -61,6 +70,16 @@ class FinishedCell:
     cell: str
     cell_id: str | None = None
     watch: FitWatch | None = None
+
+
+@dataclasses.dataclass
+class _Attempt:
+    """A retry's whole run of the cell while it runs: the watch of its fits, and how the
+    guard's finish of it saw it end (the cell's own hooks run inside the run)."""
+
+    watch: FitWatch
+    outcome: RunOutcome = dataclasses.field(default_factory=RunOutcome)
+    stopped: bool = False  # the person's Stop, held by the guard's start or finish of it
 
 
 class CellRunner(Protocol):
@@ -113,8 +132,9 @@ class GuardSession:
         self._timeouts: dict[tuple[int, ...], tuple[GpuTimeout, ...]] = {}
         self.state_file = state_file
         self._pipe_drain = PipeDrain()
-        self._recording: RunOutcome | None = None
-        self._attempt_watch: FitWatch | None = None
+        self._attempt: _Attempt | None = None
+        #: The person's Stop, held while the guard works after a cell or on an action.
+        self._holding: Interrupted | None = None
         self.cards = CardActions()
         #: The last card whose cell ran out of memory with a size to change, for %gpuguard retry.
         self.last_retry_card: str | None = None
@@ -187,7 +207,7 @@ class GuardSession:
     @property
     def recording_attempt(self) -> bool:
         """Whether the cell running now is a retry's attempt, whose driver reads how it ended."""
-        return self._recording is not None
+        return self._attempt is not None
 
     def pending_error(self, key: int) -> Exception | None:
         """The error of work the guarded cell at nesting depth ``key`` dispatched
@@ -222,7 +242,7 @@ class GuardSession:
         if memory is not None and self._runner is not None and not self.recording_attempt:
             batch_var = options.retry.batch_var
             note = remembered_note(cell, batch_var, self._device_bytes(options), memory)
-        watch = self._attempt_watch if self.recording_attempt else self._cell_watch(options)
+        watch = self._attempt.watch if self._attempt is not None else self._cell_watch(options)
         run = GuardedRun(
             self.backend,
             options,
@@ -254,7 +274,7 @@ class GuardSession:
         if self._runner is None:
             return None
         namespace = {id(value) for value in self._runner.namespace.values()}
-        before = BeforeTheSearch() if options.retry.auto_runs > 0 else None
+        before = BeforeTheSearch() if keeps_models_before(options.retry) else None
         return FitWatch(lambda value: id(value) in namespace, before)
 
     def end(self, key: int | None, ended_with: str | None = "") -> FinishedCell | None:
@@ -297,14 +317,33 @@ class GuardSession:
             free_memory_on_oom=self.config.free_memory_on_oom,
         )
         rule_id = None
-        if error is None:
-            how = self._after_success(finished, end, execution_count)
-        else:
-            remediated = self._remediate(finished, error, end, execution_count)
-            how, rule_id = remediated.ending, remediated.diagnosis.rule_id
-        failed = (error is not None and how is not Ending.FIXED) or how is Ending.STOPPED
-        self.ended("error" if failed else "fixed" if error is not None else "ok", rule_id)
+        with self._held() as holding:
+            if error is None:
+                how = self._after_success(finished, end, execution_count)
+            else:
+                remediated = self._remediate(finished, error, end, execution_count)
+                how, rule_id = remediated.ending, remediated.diagnosis.rule_id
+        if holding.received and how is not Ending.STOPPED:
+            how = stopped_in_the_guard(end)
+            stage = "search" if error is None else "diagnose"
+            then = "the cell ends interrupted" if how is Ending.STOPPED else "its result stands"
+            print(
+                f"ipy_gpuguard: interrupted while the guard was to {stage}; {then}", file=sys.stderr
+            )
+        self.ended(state_outcome(error is not None, how), rule_id)
         return how
+
+    @contextlib.contextmanager
+    def _held(self) -> Iterator[Interrupted]:
+        """Hold the person's Stop through the guard's own steps (a retry's runs and
+        measurements let it through); the attempts stop at the next step once it came."""
+        outer = self._holding
+        with held_interrupt() as holding:
+            self._holding = holding
+            try:
+                yield holding
+            finally:
+                self._holding = outer
 
     def _remediate(
         self,
@@ -435,11 +474,19 @@ class GuardSession:
         failed_run = finished.run.failed_run(finished.view)
         previous = self.last_failure
 
-        def judge(error: BaseException, outcome: RunOutcome) -> None:
-            attempt_failed(error, dataclasses.replace(failed_run, log_lines=()), outcome, previous)
+        def judge(error: BaseException, ran: RunOutcome) -> RunOutcome:
+            return attempt_failed(
+                error, dataclasses.replace(failed_run, log_lines=()), ran, previous
+            )
 
-        measurer = Measurer(finished.run.probe_peaks(), judge, held_interrupt)
-        return Runners(self.run_attempt, measurer.measure, held_interrupt, measurer.forget)
+        measurer = Measurer(finished.run.probe_peaks(), judge, held_interrupt, noted_interrupts)
+        return Runners(
+            self.run_attempt,
+            measurer.measure,
+            held_interrupt,
+            measurer.forget,
+            lambda: self._holding is not None and self._holding.received,
+        )
 
     def _show_search(
         self, request: RetryRequest, finished: FinishedCell, execution_count: int | None
@@ -457,10 +504,11 @@ class GuardSession:
     def act(self, action: Action, around: AroundRun | None = None) -> ActionResult:
         """Carry out an action on a card (a button, ``%gpuguard retry``, the lab extension); a
         retry that fixed the cell is recorded as such in the kernel's state file."""
-        result = self.cards.act(action, around)
+        with self._held():
+            result = self.cards.act(action, around)
         card = result.card
         verdict = card.retry.verdict if card is not None and card.retry is not None else None
-        if card is not None and verdict is not None and verdict.state == FIXED and result.ok:
+        if card is not None and fixes(verdict) and result.ok:
             self.ended("fixed", card.rule_id)
         return result
 
@@ -487,38 +535,40 @@ class GuardSession:
 
     def run_attempt(self, rewritten: Rewrite, watch: FitWatch) -> RunOutcome:
         """Run a retry's cell whole through the shell, guarded, its ``fit`` calls noted by
-        ``watch``; :meth:`record_attempt` fills in the outcome."""
+        ``watch``; how it ended is what the guard's finish of it said (:meth:`record_attempt`),
+        with the person's Stop wherever it landed."""
         assert self._runner is not None
-        outcome = RunOutcome()
-        self._recording, self._attempt_watch = outcome, watch
+        self._attempt = _Attempt(watch)
         try:
             self._runner.namespace.update(rewritten.namespace)
             with noted_interrupts() as noted:
                 # A terminal prints each attempt in one line; its traceback would be hundreds.
                 self._runner.run_cell(rewritten.source, quiet=not self.live)
         finally:
-            self._recording, self._attempt_watch = None, None
-        outcome.interrupted = outcome.interrupted or noted.received
-        return outcome
+            attempt, self._attempt = self._attempt, None
+        stopped = attempt.stopped or noted.received or attempt.outcome.interrupted
+        return dataclasses.replace(attempt.outcome, interrupted=stopped)
 
     def attempt_interrupted(self) -> None:
         """The person's Stop reached the guard's own start or finish of an attempt, which held
         it: the attempts stop there, as if it had reached the cell."""
-        if self._recording is not None:
-            self._recording.interrupted = True
+        if self._attempt is not None:
+            self._attempt.stopped = True
 
     def record_attempt(self, finished: FinishedCell, error: BaseException | None) -> None:
-        """How a retry's cell ended: its allocator peak; on failure, its diagnosis, and memory freed."""
-        outcome = self._recording
-        assert outcome is not None
-        outcome.finished = True
-        outcome.peak_bytes = finished.run.allocator_peak_bytes(finished.view)
-        if isinstance(error, KeyboardInterrupt) and not finished.run.watchdog.interrupt:
-            outcome.interrupted = True
+        """How a retry's cell ended: its allocator peak; on failure, its diagnosis, and memory
+        freed."""
+        assert self._attempt is not None
+        stopped = isinstance(error, KeyboardInterrupt) and not finished.run.watchdog.interrupt
+        ran = RunOutcome(
+            finished=True,
+            peak_bytes=finished.run.allocator_peak_bytes(finished.view),
+            interrupted=stopped,
+        )
         if error is not None:
-            attempt_failed(
-                error, finished.run.failed_run(finished.view), outcome, self.last_failure
-            )
+            failed_run = finished.run.failed_run(finished.view)
+            ran = attempt_failed(error, failed_run, ran, self.last_failure)
+        self._attempt.outcome = ran
 
     def gpu_timeouts(self, indices: tuple[int, ...] | None = None) -> tuple[GpuTimeout, ...]:
         """The watchdog of each device (all, or ``indices``), read once per session."""

@@ -19,11 +19,19 @@ export const APPLY_TO_CELL = 'apply_to_cell';
 export const RESTART_AND_RUN_TO_HERE = 'restart_and_run_to_here';
 export const FRONTEND_ACTIONS = new Set([APPLY_TO_CELL, RESTART_AND_RUN_TO_HERE]);
 
+/** What a card's buttons and `%gpuguard retry` ask for (the schema's `actionId`). */
+export type ActionId =
+  'retry' | 'find_max' | 'free_memory' | 'apply_to_cell' | 'restart_and_run_to_here';
+
+/** What went wrong, as a card's `kind` says (`search`: a card of the guard's own). */
+export type CardKind =
+  'oom' | 'hang' | 'fault' | 'mismatch' | 'no_gpu' | 'data' | 'unknown' | 'search';
+
 export interface IFact {
   name: string;
   label: string;
   value: string | number | number[];
-  unit: string | null;
+  unit: 'bytes' | 'fraction' | null;
   text: string;
 }
 
@@ -37,7 +45,7 @@ export interface ICardRemedy {
   title: string;
   why: string;
   steps: string[];
-  action: string | null;
+  action: ActionId | null;
   note: string;
   links: ILink[];
 }
@@ -121,7 +129,7 @@ export interface IRetryState {
 }
 
 export interface IActionOffer {
-  action: string;
+  action: ActionId;
   label: string;
   batch_size: number | null;
   enabled: boolean;
@@ -148,7 +156,7 @@ export interface ICardWords {
 export interface ICard {
   version: number;
   id: string;
-  kind: string;
+  kind: CardKind;
   rule_id: string;
   title: string;
   summary: string;
@@ -168,10 +176,14 @@ export interface ICard {
   words?: ICardWords;
 }
 
+export interface IActionArgs {
+  batch_size?: number | null;
+}
+
 export interface IAction {
-  action: string;
+  action: ActionId;
   card: string;
-  args?: { batch_size?: number | null };
+  args?: IActionArgs;
   request?: string | null;
 }
 
@@ -238,13 +250,19 @@ export interface IDeviceState {
   temperature_c: number | null;
 }
 
+export interface IRunningCell {
+  cell_id: string | null;
+  execution_count: number | null;
+  first_line: string;
+}
+
 export interface IKernelState {
   version: number;
   pid: number;
   kernel_id: string | null;
   updated_at: number;
   running: boolean;
-  cell: { cell_id: string | null; execution_count: number | null; first_line: string } | null;
+  cell: IRunningCell | null;
   phase: string | null;
   step: number;
   last_step_at: number | null;

@@ -138,7 +138,7 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
     channel: ActionsChannel | null
   ): IButtonState[] {
     const kernelProblem = this._kernelProblem(card, kernel, channel);
-    const buttons = card.actions.map(offer => {
+    const buttons: IButtonState[] = card.actions.map(offer => {
       let reason = offer.enabled ? '' : offer.reason;
       if (
         !reason &&
@@ -248,7 +248,7 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
     };
     let result: IActionResult;
     try {
-      result = await channel.send({ action, card: card.id }, progress);
+      result = await channel.send({ action: offer.action, card: card.id }, progress);
     } catch (error) {
       setActivity(card.id, { message: `${offer.label}: ${(error as Error).message}`, ok: false });
       return;

@@ -1,7 +1,8 @@
 """What the NVIDIA driver says, through NVML: its version, its CUDA, the GPUs and who uses them.
 
-Unlike the telemetry backend, the doctor wants every GPU on the machine, not only those that
-``CUDA_VISIBLE_DEVICES`` leaves visible: a GPU hidden from the frameworks is a finding.
+Read for the doctor, which wants every GPU on the machine, not only those that
+``CUDA_VISIBLE_DEVICES`` leaves visible (a GPU hidden from the frameworks is a finding); here
+in ``telemetry/``, which alone starts NVML.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 
-from ..telemetry import TelemetryUnavailable
-from ..telemetry.nvml import (
+from .model import TelemetryUnavailable
+from .nvml import (
     PROCESS_LISTS,
     as_text,
     enumerate_devices,
@@ -19,7 +20,7 @@ from ..telemetry.nvml import (
     memory_held_by_others,
     quietly,
 )
-from ..telemetry.visible_devices import select_visible
+from .visible_devices import select_visible
 
 
 @dataclass(frozen=True)
