@@ -160,11 +160,12 @@ def _shell_sources() -> list[tuple[Path, ast.AST]]:
     ]
 
 
-#: The names a decision about a cell's aftermath reads: a diagnosis' kind, a verdict's state.
-_DECIDING_NAMES = {"FIXED", "NEXT", "MEMORY_HELD", "GAVE_UP", "OTHER_ERROR", "Kind"}
-#: Attributes whose testing is a decision: the verdict's state, how many retries run by
-#: themselves, whether an attempt was interrupted, whether a whole run's fits all ended.
-_DECIDING_ATTRIBUTES = {"state", "auto_runs", "interrupted", "all_ended"}
+#: The names a decision about a cell's aftermath reads: a diagnosis' kind, a verdict's states.
+_DECIDING_NAMES = {"FIXED", "NEXT", "MEMORY_HELD", "GAVE_UP", "OTHER_ERROR", "STOPPED", "Kind"}
+_VERDICT_STATES = {"fixed", "next", "memory_held", "gave_up", "other_error", "stopped"}
+#: Attributes whose testing is a decision: how many retries run by themselves, whether an
+#: attempt was interrupted, whether a whole run's fits all ended.
+_DECIDING_ATTRIBUTES = {"auto_runs", "interrupted", "all_ended"}
 
 
 def test_the_shell_holds_no_decision_of_what_follows_a_cell():
@@ -174,16 +175,19 @@ def test_the_shell_holds_no_decision_of_what_follows_a_cell():
     verdict's state, nor tests the settings or the attempts that decide what follows."""
     for path, tree in _shell_sources():
         for node in ast.walk(tree):
+            where = (path.name, getattr(node, "lineno", None))
             if isinstance(node, ast.Compare | ast.BoolOp | ast.IfExp | ast.If | ast.UnaryOp):
                 tested = node.test if isinstance(node, ast.If | ast.IfExp) else node
                 for part in ast.walk(tested):
                     if isinstance(part, ast.Attribute):
-                        assert part.attr not in _DECIDING_ATTRIBUTES, (path.name, part.lineno)
+                        assert part.attr not in _DECIDING_ATTRIBUTES, where
+                    if isinstance(part, ast.Constant):
+                        assert part.value not in _VERDICT_STATES, where
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-                assert node.value.id != "Kind", (path.name, node.lineno)
+                assert node.value.id != "Kind", where
             if isinstance(node, ast.ImportFrom):
                 named = {alias.name for alias in node.names}
-                assert not named & (_DECIDING_NAMES - {"Kind"}), (path.name, node.lineno)
+                assert not named & (_DECIDING_NAMES - {"Kind"}), where
 
 
 def test_nvml_is_started_only_in_telemetry():
@@ -205,8 +209,18 @@ _WORDING_ROOMS = {"cards", "diagnosis"}
 
 def _sentences(tree: ast.AST) -> list[tuple[int, str]]:
     """String constants that read as a sentence of prose: a capital, words, a full stop."""
+    documentation = {  # a setting's help is its documentation, not a card's words
+        id(part)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        for keyword in node.keywords
+        if keyword.arg == "help"
+        for part in ast.walk(keyword.value)
+    }
     found = []
     for node in ast.walk(tree):
+        if id(node) in documentation:
+            continue
         if isinstance(node, ast.JoinedStr):
             text = "".join(v.value for v in node.values if isinstance(v, ast.Constant))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):

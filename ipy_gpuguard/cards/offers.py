@@ -7,6 +7,7 @@ extension and ``%gpuguard retry`` read them from the card."""
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 
 from ..protocol import (
     APPLY_TO_CELL,
@@ -30,15 +31,19 @@ from ..retry import (
     RetryRequest,
     verdict_of,
 )
+from .retry_words import attempt_record, note_text, offer_notes
 
 
 def retry_state(request: RetryRequest, running: bool = False) -> RetryState:
     retry = request.retry
-    attempts = tuple(attempt.record() for attempt in retry.attempts) if retry else ()
+    attempts = tuple(attempt_record(attempt) for attempt in retry.attempts) if retry else ()
+    verdict = verdict_of(retry)
+    if verdict is not None and retry is not None and retry.notes:
+        verdict = replace(verdict, notes=tuple(note_text(note) for note in retry.notes))
     return RetryState(
-        offer=request.offer,
+        offer=replace(request.offer, notes=offer_notes(request)),
         attempts=attempts,
-        verdict=verdict_of(retry),
+        verdict=verdict,
         capacity_bytes=retry.setup.capacity_bytes if retry else None,
         running=running,
     )

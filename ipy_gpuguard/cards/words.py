@@ -113,6 +113,8 @@ def attempt_words(attempt: AttemptRecord, capacity_bytes: int | None) -> Attempt
         result = "fits"
     elif attempt.result == "out_of_memory":
         result = "out of memory"
+    elif attempt.result == "stopped":
+        result = "stopped at your interrupt"
     else:
         result = f"failed, not for memory ({attempt.error})"
     if attempt.probe:
@@ -178,6 +180,13 @@ def _verdict_lines(
         return _restart_lines(verdict, state, edit)
     if verdict.state == "other_error":
         return ("The cell failed for another reason than memory: its traceback is above.",)
+    if verdict.state == "stopped":
+        kept = (
+            f"as the cell's run at batch size {verdict.batch_size} left it"
+            if verdict.batch_size is not None
+            else "as it was before the cell"
+        )
+        return (f"Stopped at your interrupt: no further attempt runs, and the model is {kept}.",)
     return (f"Next: %gpuguard retry tries batch size {verdict.batch_size}.",)
 
 

@@ -166,8 +166,9 @@ class RetryVerdict:
     ``state`` is one of ``fixed`` (``batch_size`` fits, the search is over), ``next``
     (``batch_size`` is the next size to try), ``memory_held`` (``held_bytes`` did not come back:
     a retry here would fail again; ``batch_size`` is the size to run after a restart),
-    ``gave_up`` (no size down to ``batch_size``, the floor, fits) or ``other_error`` (the cell failed for
-    another reason than memory).
+    ``gave_up`` (no size down to ``batch_size``, the floor, fits), ``other_error`` (the cell failed for
+    another reason than memory) or ``stopped`` (the person's Stop ended the attempts; the model is
+    as the whole run at ``batch_size`` left it, or with ``None`` as it was before the cell).
     """
 
     state: str

@@ -17,8 +17,9 @@ from ..diagnosis import Kind
 from ..protocol import RetryVerdict
 from .attempts import CellRetry
 from .outcome import Ending
+from .probe import FitWatch
 from .settings import RetrySettings
-from .verdict import FIXED, verdict_of
+from .verdict import FIXED, STOPPED, verdict_of
 
 
 class SearchRefusal(enum.Enum):
@@ -39,6 +40,28 @@ class CellEnd:
     fits_ended: bool = True  # and every one that began ran to its end
     live: bool = False  # a frontend that shows cards under cells (a notebook)
     free_memory_on_oom: bool = True  # ``GPUGuard.free_memory_on_oom``
+
+    @classmethod
+    def of(
+        cls,
+        settings: RetrySettings,
+        watch: FitWatch | None,
+        failed: bool,
+        stopped_in_finish: bool,
+        live: bool,
+        free_memory_on_oom: bool,
+    ) -> CellEnd:
+        """The end of a cell run with ``settings``, whose ``fit`` calls ``watch`` noted."""
+        return cls(
+            failed=failed,
+            stopped_in_finish=stopped_in_finish,
+            find_max=settings.find_max,
+            auto_runs=settings.auto_runs,
+            saw_fit=watch is not None and watch.saw_fit,
+            fits_ended=watch is None or watch.all_ended,
+            live=live,
+            free_memory_on_oom=free_memory_on_oom,
+        )
 
 
 @dataclass(frozen=True)
@@ -66,7 +89,7 @@ class AfterSuccess:
 def keeps_models_before(settings: RetrySettings) -> bool:
     """Whether a cell's run keeps the models of earlier cells as its ``fit`` begins: when a
     retry or a search may follow by itself, which puts them back before its whole runs."""
-    return settings.auto_runs > 0
+    return settings.retries_by_itself
 
 
 def plans_retry(kind: Kind) -> bool:
@@ -109,11 +132,10 @@ def after_success(end: CellEnd) -> AfterSuccess:
 def ending(retry: CellRetry | None) -> Ending:
     """How the cell ends once the guard's retries of it are over: stopped when the person's
     Stop reached one, fixed when the verdict says so, else as it ran."""
-    if retry is None:
-        return Ending.AS_RAN
-    if retry.stopped or any(attempt.outcome.interrupted for attempt in retry.attempts):
+    verdict = verdict_of(retry)
+    if verdict is not None and verdict.state == STOPPED:
         return Ending.STOPPED
-    return Ending.FIXED if fixes(verdict_of(retry)) else Ending.AS_RAN
+    return Ending.FIXED if fixes(verdict) else Ending.AS_RAN
 
 
 def fixes(verdict: RetryVerdict | None) -> bool:

@@ -21,9 +21,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ..protocol import AttemptRecord
 from .find import BatchFinding
 from .memory import BatchMemory, Remembered
+from .notes import NoteKind, SearchNote, WhyWholeRuns
 from .outcome import RunOutcome
 from .probe import BeforeTheSearch, FitWatch
 from .resolve import BatchTarget, Literal
@@ -41,21 +41,6 @@ HELD_FLOOR_BYTES = 256 * 2**20
 
 #: The most probes one search makes (each is a few training steps, not a run).
 MAX_PROBES = 32
-#: The card's note when the search could not measure sizes with its own calls: ``{why}``.
-WHOLE_RUNS = "Each size was a whole run of the cell: {why}."
-#: What a whole run of the cell that raised nothing but left a ``fit`` unfinished says.
-FIT_CUT = "its fit did not run to its end (an error caught in the cell, or under %%capture)"
-#: The card's note when the person's Stop came during a whole run of a search.
-STOPPED_IN_A_RUN = (
-    "The Stop came during a run of the cell: the model of an earlier cell is put back as it "
-    "was before the cell."
-)
-#: The card's note when the person's Stop came while the guard measured a size.
-STOPPED_IN_A_PROBE = (
-    "The Stop came while the guard measured a size: the model is as the cell's last whole run "
-    "left it."
-)
-
 #: Wraps one attempt's run: gets the run, returns its outcome.
 AroundRun = Callable[[Callable[[], "RunOutcome"]], "RunOutcome"]
 
@@ -71,13 +56,14 @@ class Attempt:
 
     @property
     def fits(self) -> bool:
-        return self.outcome.finished and self.outcome.error is None
-
-    def record(self) -> AttemptRecord:
-        """The attempt as the card's data."""
+        """Its steps ran to their end, nothing was stopped, no error was raised or swallowed."""
         outcome = self.outcome
-        result = "fits" if self.fits else "out_of_memory" if outcome.out_of_memory else "failed"
-        return AttemptRecord(self.size, result, outcome.peak_bytes, outcome.error, self.probe)
+        return (
+            outcome.finished
+            and outcome.error is None
+            and not outcome.fit_cut
+            and not outcome.interrupted
+        )
 
 
 @dataclass(frozen=True)
@@ -129,7 +115,7 @@ class CellRetry:
     find_max: bool = False
     search: BatchSearch = field(init=False)
     attempts: list[Attempt] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: list[SearchNote] = field(default_factory=list)
     fit_call: FitCall | None = field(init=False)
     before: BeforeTheSearch = field(init=False)
     #: The person's Stop ended the attempts between two of them (in the guard's own steps).
@@ -166,15 +152,16 @@ class CellRetry:
 
         ``around`` wraps a whole run (a card runs it inside its output area).
         """
+        self.stopped = False
         rewritten = self.rewrite(size)
         measure = self.runners.measure
         outcome, watch = None, None
         if probe and self.fit_call is not None and measure is not None:
             outcome = measure(self.fit_call, size)
             if _unmeasured(outcome):  # the guard's own fit failed: the cell's run will tell
-                self.by_whole_runs(
-                    f"measuring {size} with the guard's own fit failed ({outcome.error})"
-                )
+                why = WhyWholeRuns.MEASURE_FAILED
+                note = SearchNote(NoteKind.WHOLE_RUNS, why, str(size), outcome.error or "")
+                self.by_whole_runs(note)
                 outcome = None
         if outcome is None:
             outcome, watch = self._run_whole(rewritten, around)
@@ -203,9 +190,8 @@ class CellRetry:
         if outcome.interrupted:
             with hold():
                 self.before.restore()  # a run cut short trains nothing that stays
-            self._note(STOPPED_IN_A_RUN if self.before.models else "")
         elif outcome.finished and outcome.error is None and not watch.all_ended:
-            outcome = replace(outcome, error=FIT_CUT)
+            outcome = replace(outcome, fit_cut=True)
         self._learn(watch)
         return outcome, watch
 
@@ -218,16 +204,13 @@ class CellRetry:
             self.by_whole_runs(watch.why_not_measured)
         consumed = watch.consumed_input
         if consumed is not None:
-            self._note(
-                f"The runs drew batches from the {consumed} given to fit, which an earlier "
-                "cell made: it cannot be rewound, so what they drew is gone from it."
-            )
+            self._note(SearchNote(NoteKind.USED_UP_INPUT, detail=consumed))
 
     def _samples(self) -> int:
         return self.fit_call.samples if self.fit_call is not None else 1 << 62
 
-    def _note(self, note: str) -> None:
-        if note and note not in self.notes:
+    def _note(self, note: SearchNote) -> None:
+        if note not in self.notes:
             self.notes.append(note)
 
     def forget_the_fit(self) -> None:
@@ -236,10 +219,10 @@ class CellRetry:
         self.fit_call = None
         self.runners.forget()
 
-    def by_whole_runs(self, why: str) -> None:
-        """Sizes cannot be measured with the guard's own calls: search by whole runs."""
+    def by_whole_runs(self, why: SearchNote) -> None:
+        """Sizes cannot be measured with the guard's own calls (``why``): search by whole runs."""
         self.fit_call = None
-        self._note(WHOLE_RUNS.format(why=why))
+        self._note(why)
 
     def auto(
         self,
@@ -253,6 +236,7 @@ class CellRetry:
         Stops at the person's Stop, at a failure other than memory, or when memory is not
         coming back; a search ends with a whole run at the largest size that fitted (so that
         the cell's variables and its model are that run's). Returns the last attempt."""
+        self.stopped = False
         if find_max and not self.search.settings.find_max:
             self.search = self._new_search(True, self.search.trials)
         last: Attempt | None = self.attempts[-1] if self.attempts else None
@@ -272,7 +256,6 @@ class CellRetry:
             whole, probes = whole + (not probing), probes + probing
             report(last)
             if last.outcome.interrupted:
-                self._note(STOPPED_IN_A_PROBE if last.probe else "")
                 break
             if not (last.fits or last.outcome.out_of_memory) or self.memory_held(last):
                 final = self._final_run() if whole < runs else None
@@ -280,7 +263,17 @@ class CellRetry:
                     last = self.attempt(final.size, around)
                     report(last)
                 break
+        self._settle()
         return last
+
+    def _settle(self) -> None:
+        """After the attempts: unless the last whole run of the cell fitted (and the model is
+        as it left it), the models of earlier cells are put back as they were before the cell,
+        not left as a failed or stopped run left them."""
+        whole = next((a for a in reversed(self.attempts) if not a.probe), None)
+        if whole is None or not whole.fits:
+            with self.runners.hold():
+                self.before.restore()
 
     def _final_run(self) -> Step | None:
         """The whole run at the largest size that fitted, unless the last whole run was it

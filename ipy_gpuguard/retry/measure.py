@@ -46,17 +46,14 @@ class FitCall:
     samples: int
 
     @classmethod
-    def of(cls, model: Any, arguments: Mapping[str, Any]) -> FitCall | str:
+    def of(cls, model: Any, arguments: Mapping[str, Any]) -> FitCall | None:
         """The call of ``fit`` on ``model`` with ``arguments`` (its parameters as ``fit`` holds
-        them when training begins), or why the guard cannot re-batch its data."""
+        them when training begins); ``None`` when its data batches itself (a dataset, a
+        generator, a ``PyDataset``), which the guard cannot re-batch."""
         x, y = arguments.get("x"), arguments.get("y")
         samples = _samples(x, y, arguments.get("sample_weight"))
         if samples is None:
-            kind = type(x).__name__
-            return (
-                f"the data given to fit is a {kind}, which brings its own batches: the guard "
-                "cannot re-batch it"
-            )
+            return None
         return cls(
             model,
             x,
@@ -151,9 +148,10 @@ class Measurer:
         with self.hold():
             kept = KeptState.of([call.model])
         outcome = RunOutcome(finished=True, probed=True)
+        noted = None
         try:
             self.peak.reset()
-            with self.let_through(), self._own_functions(call.model):
+            with self.let_through() as noted, self._own_functions(call.model):
                 _train(call, size, 1 + self.steps)
             outcome = replace(outcome, peak_bytes=self.peak.read())
         except KeyboardInterrupt:
@@ -164,8 +162,10 @@ class Measurer:
         finally:
             with self.hold() as held:
                 kept.restore()
-            if getattr(held, "received", False):
-                outcome = replace(outcome, interrupted=True)
+        # A Stop that landed in the framework's native code may come out as its own error (a
+        # pybind11 "MISMATCH ... REPLACED BY KeyboardInterrupt"): it was a Stop all the same.
+        if getattr(noted, "received", False) or getattr(held, "received", False):
+            outcome = replace(outcome, finished=False, interrupted=True, error=None)
         return outcome
 
     def forget(self) -> None:

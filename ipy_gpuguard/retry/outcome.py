@@ -4,7 +4,7 @@ and how the cell ends. Light: the shell's magics read it before any retry is imp
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..protocol import Reclaim
 
@@ -23,6 +23,12 @@ class RunOutcome:
     reclaimed: Reclaim | None = None  # what that freeing gave back, as the card says it
     interrupted: bool = False  # the person's Stop reached the run: no further attempt
     probed: bool = False  # measured by the guard's own training calls, not a run of the cell
+    fit_cut: bool = False  # the cell raised nothing, but a fit of it did not run to its end
+
+    def with_stop(self, stopped: bool) -> RunOutcome:
+        """This outcome, interrupted too when the person's Stop landed around the run (in the
+        guard's start or finish of it, which held it) rather than in it."""
+        return replace(self, interrupted=self.interrupted or stopped)
 
 
 class Ending(enum.Enum):

@@ -93,7 +93,7 @@ def plan_retry(
     offer = replace(
         request.offer,
         batch_size=step.size,
-        notes=_notes(retry.setup, settings, step.size),
+        notes=(),  # cards/ words what the setup says (replicas, a remembered size, ...)
         reruns=rerun_statements(cell, failing[0].line if failing else None),
     )
     return RetryRequest(retry, offer, settings)
@@ -218,26 +218,3 @@ def _target(cell: str, target: BatchTarget) -> RetryTarget:
         return RetryTarget(target.name, target.use, None, None, in_namespace=True)
     line_text = CellSource(cell).line_text(literal.line).strip()
     return RetryTarget(target.name, target.use, literal.line, line_text, in_namespace=False)
-
-
-def _notes(setup: RetrySetup, settings: RetrySettings, size: int) -> tuple[str, ...]:
-    finding, remembered, current = setup.finding, setup.remembered, setup.current_size
-    notes = []
-    if setup.replicas > 1:
-        notes.append(
-            f"The batch is split across {setup.replicas} replicas (tf.distribute): {current} "
-            f"is {current // setup.replicas} per replica, {size} is {size // setup.replicas}; "
-            f"every size tried is a multiple of {setup.replicas}."
-        )
-    if remembered is not None and remembered.batch_size == size:
-        notes.append(f"Batch size {size} fitted this cell on this device before (remembered).")
-    if settings.keep_effective_batch and finding.accumulation is None:
-        notes.append(
-            f"The effective batch changes from {current} to {size}: there is no "
-            "gradient_accumulation_steps in the cell to keep it (Keras 3 optimizers take one)."
-        )
-    elif settings.keep_effective_batch:
-        notes.append(
-            "gradient_accumulation_steps grows as the batch shrinks: the effective batch stays."
-        )
-    return tuple(notes)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .measure import FitCall
+from .notes import NoteKind, SearchNote, WhyWholeRuns
 from .state import KeptState
 
 
@@ -68,8 +69,10 @@ class FitWatch:
     began: int = 0
     ended: int = 0
     models: set[int] = field(default_factory=set)
-    #: The first ``fit``, when its data can be re-batched; else why not.
-    call: FitCall | str | None = None
+    #: The first ``fit``, when its data can be re-batched.
+    call: FitCall | None = None
+    #: The type of the first ``fit``'s data, when it batches itself.
+    own_batches: str | None = None
     consumed_input: str | None = None  # the type of a one-shot input of an earlier cell
     trained_earlier_model: bool = False
     one_batch: bool = False  # a fit's epoch was one batch: the batch holds all the data
@@ -98,6 +101,8 @@ class FitWatch:
             self.consumed_input = type(fit_input).__name__
         if self.began == 1:
             self.call = FitCall.of(model, arguments)
+            if self.call is None:
+                self.own_batches = type(fit_input).__name__
 
     def fit_ended(self, model: Any) -> None:
         self.ended += 1
@@ -105,18 +110,13 @@ class FitWatch:
     @property
     def measurable(self) -> FitCall | None:
         """The one ``fit`` whose sizes the guard's own calls can measure, if there is one."""
-        if self.began == 1 and isinstance(self.call, FitCall):
-            return self.call
-        return None
+        return self.call if self.began == 1 else None
 
     @property
-    def why_not_measured(self) -> str:
+    def why_not_measured(self) -> SearchNote:
         """Why the sizes of this run's training cannot be measured by the guard's own calls."""
         if not self.saw_fit:
-            return (
-                "the cell's training is not a Keras fit (a custom loop, or a framework the "
-                "heartbeat does not see)"
-            )
-        if len(self.models) > 1 or self.began > 1:
-            return f"the cell ran {self.began} fits, and one size is measured on one fit"
-        return self.call if isinstance(self.call, str) else "its fit could not be measured"
+            return SearchNote(NoteKind.WHOLE_RUNS, WhyWholeRuns.NO_FIT)
+        if self.began > 1:
+            return SearchNote(NoteKind.WHOLE_RUNS, WhyWholeRuns.SEVERAL_FITS, str(self.began))
+        return SearchNote(NoteKind.WHOLE_RUNS, WhyWholeRuns.OWN_BATCHES, self.own_batches or "")

@@ -40,6 +40,12 @@ class RetrySettings:
     keep_effective_batch: bool = False
     batch_var: str | None = None
 
+    @property
+    def retries_by_itself(self) -> bool:
+        """Whether a retry or a search may follow the cell without being asked again: it then
+        needs a batch size to change, and the models of earlier cells kept as they were."""
+        return self.auto_runs > 0
+
 
 def retry_settings(
     auto_retry: int | _DefaultRuns | None,

@@ -7,26 +7,22 @@ was fixed or what the next size is.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..protocol import RetryVerdict
 from .attempts import Attempt, CellRetry
 
-FIXED, NEXT, MEMORY_HELD, GAVE_UP, OTHER_ERROR = (
+FIXED, NEXT, MEMORY_HELD, GAVE_UP, OTHER_ERROR, STOPPED = (
     "fixed",
     "next",
     "memory_held",
     "gave_up",
     "other_error",
+    "stopped",
 )
 
 
 def decide(retry: CellRetry, last: Attempt | None) -> RetryVerdict | None:
-    """The verdict after ``last``, with what the search noticed on the way."""
-    verdict = _decide(retry, last)
-    if verdict is None or not retry.notes:
-        return verdict
-    return replace(verdict, notes=tuple(retry.notes))
+    """The verdict after ``last`` (``cards/`` adds the words of what the search noticed)."""
+    return _decide(retry, last)
 
 
 def _decide(retry: CellRetry, last: Attempt | None) -> RetryVerdict | None:
@@ -41,6 +37,12 @@ def _decide(retry: CellRetry, last: Attempt | None) -> RetryVerdict | None:
     search = retry.search
     searched = search.settings.find_max
     remembered = retry.setup.memory is not None
+    if retry.stopped or last.outcome.interrupted:
+        # The model is as the last whole run left it when that run fitted, else as it was
+        # before the cell (``CellRetry`` put it back): ``batch_size`` says which.
+        whole = next((a for a in reversed(retry.attempts) if not a.probe), None)
+        kept = whole.size if whole is not None and whole.fits else None
+        return RetryVerdict(STOPPED, kept, None, searched, False)
     if last.fits and not last.probe and search.finished:
         return RetryVerdict(FIXED, last.size, None, searched, remembered and last.fits)
     if search.gave_up:

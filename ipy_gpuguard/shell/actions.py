@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from ..cards import CardParts, attempt_text, reclaim_of, reclaim_text, with_parts
 from ..cards.offers import refusal
+from ..cards.retry_words import attempt_record
 from ..protocol import (
     FIND_MAX,
     FREE_MEMORY,
@@ -79,7 +80,8 @@ class LiveCard:
 
         def report(attempt: Attempt) -> None:
             self.display.progress(
-                self.card, f"retry: {attempt_text(attempt.record(), retry.setup.capacity_bytes)}"
+                self.card,
+                f"retry: {attempt_text(attempt_record(attempt), retry.setup.capacity_bytes)}",
             )
 
         try:
@@ -159,7 +161,9 @@ class CardActions:
         find_max = action.action == FIND_MAX
         size = None if find_max else action.args.batch_size or _offered_size(live)
         last = live.retry(size, FIND_MAX_RUNS, find_max, around)
-        message = live.verdict_message() or (attempt_text(last.record(), None) if last else "")
+        message = live.verdict_message() or (
+            attempt_text(attempt_record(last), None) if last else ""
+        )
         live.display.show(live.card, message)
         return ActionResult(action.action, last is not None and last.fits, message, live.card)
 

@@ -25,7 +25,7 @@ from ..protocol.files import os_reason
 from ..retry import AUTO_RETRY_RUNS, DEFAULT_RUNS, FIND_MAX_RUNS, retry_settings
 from ..retry.outcome import Ending
 from ..ui.history import HistoryTable
-from .interrupts import StopCell, held_interrupt
+from .interrupts import CellStopped, StopCell, held_interrupt
 from .options import (
     ON_HANG_CHOICES,
     GuardOptions,
@@ -292,7 +292,7 @@ class GPUGuardMagics(Magics):
             self.session.check_devices(options)
         except ValueError as error:
             raise UsageError(f"%%gpuguard: {error}") from None
-        if cell is not None and options.retry.auto_runs:
+        if cell is not None and options.retry.retries_by_itself:
             reason = self.session.why_no_retry(cell, options)
             if reason is not None:
                 raise UsageError(f"%%gpuguard --auto-retry: {reason}")
@@ -373,17 +373,21 @@ class GPUGuardMagics(Magics):
             self.session.attempt_interrupted()  # a retry's attempt: no further one runs
         elif stopped:
             print(
-                "ipy_gpuguard: interrupted while the guard finished the cell; it finished, "
-                "no retry or search runs by itself, and the cell's own result stands",
+                "ipy_gpuguard: interrupted while the guard finished the cell; no retry or "
+                "search runs by itself",
                 file=sys.stderr,
             )
-        error = getattr(result, "error_in_exec", None)
+        not_run = _not_run(result)
+        error = getattr(result, "error_in_exec", None) or not_run
         if finished is None:
             return
         if self.session.recording_attempt:
             _guard_failure_in_one_line(
                 "diagnose", lambda: self.session.record_attempt(finished, error)
             )
+            return
+        if not_run is not None:  # stopped, or not even compiled: nothing ran to guard
+            _guard_failure_in_one_line("finish", lambda: self.session.ended("error"))
             return
         count = getattr(result, "execution_count", None)
         stage = "search" if error is None else "diagnose"
@@ -454,6 +458,15 @@ class GPUGuardMagics(Magics):
             return self.session.simulate("" if value.lower() == "off" else value)
         except ValueError as error:
             raise UsageError(f"%gpuguard simulate: {error}") from None
+
+
+def _not_run(result: Any) -> BaseException | None:
+    """What kept the cell from running (a syntax error; the person's Stop as its guard
+    started, which then ends it as ``KeyboardInterrupt``, as a Stop during the cell would)."""
+    error = getattr(result, "error_before_exec", None)
+    if isinstance(error, CellStopped):
+        result.error_before_exec = error = KeyboardInterrupt(str(error))
+    return error if isinstance(error, BaseException) else None
 
 
 def _count_of_cell_starting(shell: Any) -> int:

@@ -41,6 +41,7 @@ from ..retry.aftermath import (
     state_outcome,
     stopped_in_the_guard,
 )
+from ..retry.notes import NoteKind, SearchNote
 from ..retry.outcome import Ending
 from ..telemetry import DeviceBackend, open_backend
 from ..telemetry.units import format_bytes, parse_size_list
@@ -305,14 +306,11 @@ class GuardSession:
         largest batch of a cell that ran, or offer to; record how it ended. ``error``: what the
         cell raised; ``stopped``: the person's Stop landed in the guard's finish. Returns how
         the cell ends, which the caller carries out on IPython's result."""
-        watch = finished.watch
-        end = CellEnd(
+        end = CellEnd.of(
+            finished.options.retry,
+            finished.watch,
             failed=error is not None,
             stopped_in_finish=stopped,
-            find_max=finished.options.retry.find_max,
-            auto_runs=finished.options.retry.auto_runs,
-            saw_fit=watch is not None and watch.saw_fit,
-            fits_ended=watch is None or watch.all_ended,
             live=self.live,
             free_memory_on_oom=self.config.free_memory_on_oom,
         )
@@ -453,11 +451,7 @@ class GuardSession:
                 )
             return Ending.AS_RAN
         if watch.trained_earlier_model and not decided.search:
-            retry.notes.append(
-                "This cell's run trained a model of an earlier cell: the search's last run "
-                "trains it again from where that run left it. For one training from the start, "
-                "run the cell that builds the model, then this one with --find-max."
-            )
+            retry.notes.append(SearchNote(NoteKind.TRAINED_EARLIER_MODEL))
         live = self._show_search(request, finished, execution_count)
         if not decided.search:
             retry.forget_the_fit()
@@ -546,8 +540,7 @@ class GuardSession:
                 self._runner.run_cell(rewritten.source, quiet=not self.live)
         finally:
             attempt, self._attempt = self._attempt, None
-        stopped = attempt.stopped or noted.received or attempt.outcome.interrupted
-        return dataclasses.replace(attempt.outcome, interrupted=stopped)
+        return attempt.outcome.with_stop(attempt.stopped or noted.received)
 
     def attempt_interrupted(self) -> None:
         """The person's Stop reached the guard's own start or finish of an attempt, which held

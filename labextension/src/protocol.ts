@@ -87,14 +87,14 @@ export interface IBatchEdit {
 
 export interface IAttemptRecord {
   batch_size: number;
-  result: 'fits' | 'out_of_memory' | 'failed';
+  result: 'fits' | 'out_of_memory' | 'failed' | 'stopped';
   peak_bytes: number | null;
   error: string | null;
   probe?: boolean;
 }
 
 export interface IRetryVerdict {
-  state: 'fixed' | 'next' | 'memory_held' | 'gave_up' | 'other_error';
+  state: 'fixed' | 'next' | 'memory_held' | 'gave_up' | 'other_error' | 'stopped';
   batch_size: number | null;
   held_bytes: number | null;
   searched: boolean;

@@ -19,8 +19,8 @@ import pytest
 from tests.retry.test_probes import LIMIT, MODEL, PLAIN_FIT, SAMPLES
 
 from .client import evaluate, execute, keras_kernel
-from .test_kernel_probes import JAX_MODEL, cards
 from .test_kernel_jax_pending import LATE_OOM_FIT
+from .test_kernel_probes import JAX_MODEL, cards
 
 pytestmark = pytest.mark.kernel
 
@@ -31,10 +31,10 @@ SEARCH = (
 )
 #: The same model, the same start and the same data for the plain fit a search is held to.
 SAME_AS_PLAIN = "same_weights"
-#: Seconds after the search's cell began at which the Stop comes: in the cell's own run, in
-#: the guard's finish and measurements, between them, in the last whole run, after it (a
-#: search takes about 3 s here; on a loaded machine, longer).
-STOP_DELAYS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.5, 1.8, 2.1, 2.5, 3.0, 4.0, 6.0)
+#: Seconds after the search's card appeared at which the Stop comes: in the guard's freeing,
+#: its measurements and its steps between them, in the last whole run, after the cell (the
+#: search takes about 2.5 s from there on this machine; longer when it is loaded).
+STOP_DELAYS = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9, 1.1, 1.4, 1.7, 2.0, 2.4, 3.0, 5.0)
 
 
 def steps(batch: int, epochs: int = 2) -> int:
@@ -88,9 +88,12 @@ def model_state(client: Any) -> str:
 
 
 def interrupted_after(client: Any, code: str, delay: float) -> Any:
-    """Run ``code`` and press Stop ``delay`` seconds after the cell began to run (as the
-    toolbar's button does). Not before it ran: ipykernel drops a request that an interrupt
-    reaches before its cell starts, guard or not, and never replies to it."""
+    """Run ``code`` and press Stop (as the toolbar's button does) ``delay`` seconds after its
+    card appeared: once the cell's own run is over and the guard's work on it has begun. (A
+    Stop in the cell's own run is the person's, and leaves their model as the run left it; one
+    in the guard's finish, before the card, has a test of its own in ``tests/retry``.)"""
+    from ipy_gpuguard.protocol import CARD_MIME
+
     from .client import Execution
 
     msg_id = client.execute(code)
@@ -99,11 +102,13 @@ def interrupted_after(client: Any, code: str, delay: float) -> Any:
         while True:
             msg = client.get_iopub_msg(timeout=300)
             iopub.append(msg)
-            ours = msg["parent_header"].get("msg_id") == msg_id
-            if ours and msg["msg_type"] == "execute_input":
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            data = msg["content"].get("data", {})
+            if timer is None and CARD_MIME in data:
                 timer = threading.Timer(delay, client.manager.interrupt_kernel)
                 timer.start()
-            if ours and msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
                 break
     finally:
         if timer is not None:
@@ -114,9 +119,6 @@ def interrupted_after(client: Any, code: str, delay: float) -> Any:
             return Execution(reply, iopub)
 
 
-@pytest.mark.parametrize(
-    ("backend", "start"), [("tensorflow", 1024), ("jax", 64)], ids=["tensorflow", "jax"]
-)
 @pytest.mark.timeout(900)
 def test_a_stop_at_any_moment_of_a_search_ends_it_interrupted_with_the_model_whole(
     request, backend, start

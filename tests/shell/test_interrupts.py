@@ -26,7 +26,8 @@ def test_ctrl_c_as_the_guard_starts_stops_the_cell_before_it_runs(shell, monkeyp
     result = shell.run_cell("%%gpuguard\nran = True")
     out = capsys.readouterr()
     assert "ran" not in shell.user_ns
-    assert type(result.error_before_exec).__name__ == "CellStopped"
+    # The reply says KeyboardInterrupt, as for a Stop in the cell itself.
+    assert type(result.error_before_exec).__name__ == "KeyboardInterrupt"
     assert "Error in callback" not in out.out + out.err
     assert "Traceback" not in out.out + out.err
     assert "KeyboardInterrupt: the cell was interrupted as its guard started" in out.out + out.err
@@ -35,6 +36,29 @@ def test_ctrl_c_as_the_guard_starts_stops_the_cell_before_it_runs(shell, monkeyp
     monkeypatch.undo()
     assert shell.run_cell("%%gpuguard\nran = True").success  # the next cell runs, guarded
     assert shell.user_ns["ran"] is True
+
+
+def test_ctrl_c_as_the_guard_checks_the_options_stops_the_cell_before_it_runs(
+    shell, monkeypatch, capsys
+):
+    """Checking the options opens the session (imports, telemetry: the longest of the guard's
+    steps before a cell); a Stop there left IPython's run_cell by a KeyboardInterrupt, which
+    ipykernel drops with the request and never answers: the cell hung in the notebook."""
+    from ipy_gpuguard.shell.magics import GPUGuardMagics
+
+    original = GPUGuardMagics.guard_options
+
+    def interrupted(self, *args):
+        os.kill(os.getpid(), signal.SIGINT)
+        return original(self, *args)
+
+    monkeypatch.setattr(GPUGuardMagics, "guard_options", interrupted)
+    result = shell.run_cell("%%gpuguard\nstopped_cell_ran = True")
+    out = capsys.readouterr()
+    assert "stopped_cell_ran" not in shell.user_ns
+    assert isinstance(result.error_before_exec, KeyboardInterrupt)
+    assert "KeyboardInterrupt: the cell was interrupted as its guard started" in out.out + out.err
+    assert guard_threads() == []
 
 
 def test_ctrl_c_as_the_guard_finishes_still_freezes_the_panel(shell, monkeypatch, capsys):
