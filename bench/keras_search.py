@@ -4,9 +4,9 @@ The model is a few 256-unit layers and a layer that asks for terabytes once the 
 (a real TensorFlow allocator error on CPU, see DESIGN.md). Each strategy starts at the same size
 and must end with the model trained once at the size it found:
 
-- probes: the guard's search (``BatchSearch``), each size a probe of the guard's own (the
-  Keras heartbeat ends the ``fit`` after 1 + 3 steps, the model's state is put back), then one
-  training;
+- probes: the guard's search (``BatchSearch``), each size measured by the guard's own training
+  calls (``Measurer``: a ``fit`` of 1 + 3 steps on the model and data, its state put back),
+  then one training;
 - whole runs: the same search, each size a whole training (what the guard did before probes);
 - Lightning: ``BatchSizeFinder``'s power then binary search, 3 steps per trial, weights put back
   at the end, then one training (re-implemented from ``lightning/pytorch/tuner/batch_size_scaling.py``);
@@ -21,12 +21,14 @@ Run: .venv/bin/python bench/batch_search.py --keras [--quick]
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import math
 import os
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # an impossible allocation fails at once
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -35,9 +37,10 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 import keras
 import numpy as np
 
-from ipy_gpuguard.retry.probe import PROBE_STEPS, FitProbe, KeptTraining, ProbeEnded
+from ipy_gpuguard.retry.measure import FitCall, Measurer, PeakReader
+from ipy_gpuguard.retry.outcome import RunOutcome
 from ipy_gpuguard.retry.search import BatchSearch, SearchSettings, Trial
-from ipy_gpuguard.watchdog import KerasHooks, StepRecorder
+from ipy_gpuguard.retry.state import KeptState
 
 SAMPLES = 20_000
 #: Plain trainings whose median is the baseline of a size.
@@ -102,18 +105,23 @@ class Cell:
         return True
 
     def probe(self, size: int) -> bool:
-        """The guard's probe: its heartbeat ends the fit, and what it trained is put back."""
-        probe = FitProbe(PROBE_STEPS)
-        hooks = KerasHooks(StepRecorder(), probe=probe)
-        hooks.attach_new()
-        try:
-            fitted = self.fits(size)
-        except ProbeEnded:
-            fitted = True
-        finally:
-            hooks.detach()
-            probe.restore()
-        return fitted
+        """The guard's measurement: its own ``fit`` of a few steps, everything put back."""
+        call = FitCall(self.model, self.x, self.y, None, None, None, len(self.x))
+        return MEASURER.measure(call, size).error is None
+
+
+def _judge(error: BaseException, ran: RunOutcome) -> RunOutcome:
+    """A failure as the guard judges it (here: TensorFlow's allocator running out), its memory
+    freed as the guard frees it."""
+    if "ResourceExhausted" not in type(error).__name__:
+        raise error
+    gc.collect()
+    return replace(ran, error=type(error).__name__, out_of_memory=True)
+
+
+MEASURER = Measurer(
+    PeakReader(lambda: None, lambda: None), _judge, contextlib.nullcontext, contextlib.nullcontext
+)
 
 
 Strategy = Callable[[Cell, int], tuple[int, int]]  # -> (trials, size trained at)
@@ -140,7 +148,7 @@ def ours(by_probes: bool) -> Strategy:
 def lightning(cell: Cell, start: int) -> tuple[int, int]:
     """Power scaling to the first failure, then binary search, 3 steps a trial; the weights
     are saved first and put back after, as Lightning restores its checkpoint."""
-    kept = KeptTraining.of(cell.model)
+    kept = KeptState.of([cell.model])
     low, high, size, trials = 1, None, start, 0
     while True:
         trials += 1

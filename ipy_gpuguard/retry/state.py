@@ -53,6 +53,8 @@ class KeptState:
 
         started = time.perf_counter()
         models = list(models)
+        for model in models:
+            _build_optimizers(model)
         # numpy() then a copy that owns its data: the framework may hand out a view of its buffer.
         values = [(variable, np.array(variable.numpy())) for variable in training_state(models)]
         attributes = [
@@ -71,15 +73,18 @@ class KeptState:
         for model, name, value in self.attributes:
             setattr(model, name, value)
 
-    def names_missing(self, models: Iterable[Any]) -> tuple[str, ...]:
-        """Variables of ``models`` made since this was kept (an optimizer's slots made at its
-        first step, by Keras 2): what :meth:`restore` cannot put back."""
-        kept = {id(variable) for variable, _ in self.values}
-        return tuple(
-            str(getattr(variable, "path", None) or getattr(variable, "name", "a variable"))
-            for variable in training_state(list(models))
-            if id(variable) not in kept
-        )
+
+def _build_optimizers(model: Any) -> None:
+    """Make the slots of a built model's optimizers now, as its first step would (zeros, or
+    the optimizer's initial value): Keras on TensorFlow defers them to the first traced step,
+    so a state kept before it would miss them, and a run put back would keep its momentum."""
+    if not getattr(model, "built", False):
+        return
+    for optimizer in _optimizers(model):
+        build = getattr(optimizer, "build", None)
+        if getattr(optimizer, "built", True) or not callable(build):
+            continue
+        build(model.trainable_variables)
 
 
 def training_state(models: list[Any]) -> list[Any]:
