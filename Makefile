@@ -66,6 +66,7 @@ lab: $(VENV)/.installed $(LAB_BUILT)
 bench: $(VENV)/.installed
 	$(PY) bench/overhead.py
 	$(PY) bench/batch_search.py
+	$(PY) bench/find_max.py
 	$(PY) bench/watchdog.py
 	$(PY) bench/doctor.py
 	$(PY) bench/native_log.py

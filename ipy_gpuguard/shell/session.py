@@ -306,29 +306,37 @@ class GuardSession:
         largest batch of a cell that ran, or offer to; record how it ended. ``error``: what the
         cell raised; ``stopped``: the person's Stop landed in the guard's finish. Returns how
         the cell ends, which the caller carries out on IPython's result."""
-        end = CellEnd.of(
+        rule_id = None
+        with self._held() as holding:
+            if error is None:
+                end = self._cell_end(finished, False, stopped)
+                how = self._after_success(finished, end, execution_count)
+            else:
+                end = self._cell_end(finished, True, stopped)
+                remediated = self._remediate(finished, error, end, execution_count)
+                how, rule_id = remediated.ending, remediated.diagnosis.rule_id
+        if holding.received and how is not Ending.STOPPED:
+            how = self._stopped_in_the_guard(end)
+        self.ended(state_outcome(end.failed, how), rule_id)
+        return how
+
+    def _cell_end(self, finished: FinishedCell, failed: bool, stopped: bool) -> CellEnd:
+        return CellEnd.of(
             finished.options.retry,
             finished.watch,
-            failed=error is not None,
+            failed=failed,
             stopped_in_finish=stopped,
             live=self.live,
             free_memory_on_oom=self.config.free_memory_on_oom,
         )
-        rule_id = None
-        with self._held() as holding:
-            if error is None:
-                how = self._after_success(finished, end, execution_count)
-            else:
-                remediated = self._remediate(finished, error, end, execution_count)
-                how, rule_id = remediated.ending, remediated.diagnosis.rule_id
-        if holding.received and how is not Ending.STOPPED:
-            how = stopped_in_the_guard(end)
-            stage = "search" if error is None else "diagnose"
-            then = "the cell ends interrupted" if how is Ending.STOPPED else "its result stands"
-            print(
-                f"ipy_gpuguard: interrupted while the guard was to {stage}; {then}", file=sys.stderr
-            )
-        self.ended(state_outcome(error is not None, how), rule_id)
+
+    @staticmethod
+    def _stopped_in_the_guard(end: CellEnd) -> Ending:
+        """The person's Stop landed in the guard's own steps: say so in a line."""
+        how = stopped_in_the_guard(end)
+        stage = "diagnose" if end.failed else "search"
+        then = "the cell ends interrupted" if how is Ending.STOPPED else "its result stands"
+        print(f"ipy_gpuguard: interrupted while the guard was to {stage}; {then}", file=sys.stderr)
         return how
 
     @contextlib.contextmanager
