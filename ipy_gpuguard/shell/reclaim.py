@@ -26,6 +26,7 @@ def free_failure_memory(
     read_allocator: Callable[[], int | None],
     baseline_bytes: int | None,
     modules: Mapping[str, ModuleType] | None = None,
+    keras_session: bool = True,
 ) -> Reclaimed:
     """Clear the frames of ``error``'s chain and the interpreter's last-error references to it,
     then collect.
@@ -39,6 +40,10 @@ def free_failure_memory(
         Reads the framework allocator's current bytes (summed over the watched devices).
     baseline_bytes
         The allocator's current bytes before the cell ran: what "fully reclaimed" means.
+    keras_session
+        Whether Keras' session is cleared too: after a failure of the person's code; not after
+        one of the guard's own measurements, whose tensors its cleared frames alone held (a
+        cleared session costs the next measurement a trace of its step).
     """
     before = read_allocator()
     cleared = 0
@@ -46,7 +51,8 @@ def free_failure_memory(
         cleared = clear_chain_frames(error)
         _drop_last_exception(error)
     loaded = sys.modules if modules is None else modules
-    clear_keras_session(loaded)
+    if keras_session:
+        clear_keras_session(loaded)
     gc.collect()
     release_cached_blocks(loaded)
     return Reclaimed(baseline_bytes, before, read_allocator(), cleared)

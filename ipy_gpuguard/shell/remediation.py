@@ -115,10 +115,14 @@ def remediate(
 
 
 def attempt_failed(
-    error: BaseException, run: FailedRun, ran: RunOutcome, previous_kind: Kind | None
+    error: BaseException,
+    run: FailedRun,
+    ran: RunOutcome,
+    previous_kind: Kind | None,
+    measured: bool = False,
 ) -> RunOutcome:
-    """How a retry's attempt that ``ran`` failed; its memory is freed when it ran out, for the
-    next one."""
+    """How a retry's attempt that ``ran`` failed (``measured``: one of the guard's own
+    measurements); its memory is freed when it ran out, for the next one."""
     message = str(error).strip().splitlines()
     failed = replace(
         ran,
@@ -128,7 +132,9 @@ def attempt_failed(
     if not plans_retry(diagnosis.kind):
         return failed
     fraction = diagnosis.facts.get("fit_fraction")
-    reclaimed = free_failure_memory(error, run.read_allocator, run.allocator_baseline_bytes)
+    reclaimed = free_failure_memory(
+        error, run.read_allocator, run.allocator_baseline_bytes, keras_session=not measured
+    )
     return replace(
         failed,
         out_of_memory=True,

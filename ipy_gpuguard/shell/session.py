@@ -477,9 +477,8 @@ class GuardSession:
         previous = self.last_failure
 
         def judge(error: BaseException, ran: RunOutcome) -> RunOutcome:
-            return attempt_failed(
-                error, dataclasses.replace(failed_run, log_lines=()), ran, previous
-            )
+            quiet_run = dataclasses.replace(failed_run, log_lines=())
+            return attempt_failed(error, quiet_run, ran, previous, measured=True)
 
         measurer = Measurer(finished.run.probe_peaks(), judge, held_interrupt, noted_interrupts)
         return Runners(

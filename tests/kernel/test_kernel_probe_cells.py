@@ -1,6 +1,6 @@
-"""``--find-max`` by probes in a real kernel on the cells people write, Keras 3 on TensorFlow
-and on JAX (issue 23): a fit that validates, a generator, a custom loop, and a Stop during a
-probe. One kernel per backend; each test builds the model afresh."""
+"""``--find-max`` in a real kernel on the cells people write, Keras 3 on TensorFlow and on JAX
+(issues 23 and 34): a fit that validates, a generator, a custom loop, and a Stop during a whole
+run of a search. One kernel per backend; each test builds the model afresh."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def steps(batch: int, epochs: int) -> int:
     return -(-SAMPLES // batch) * epochs
 
 
-def test_a_fit_that_validates_reaches_the_persons_callbacks_in_the_last_run_alone(model_kernel):
+def test_a_fit_that_validates_reaches_the_persons_callbacks_in_its_whole_runs_alone(model_kernel):
     backend, client = model_kernel
     execute(client, HEARING)
     run = execute(
@@ -59,15 +59,18 @@ def test_a_fit_that_validates_reaches_the_persons_callbacks_in_the_last_run_alon
     assert run.status == "ok"
     batch = int(evaluate(client, "BATCH"))
     assert 0.9 * LARGEST[backend] <= batch <= LARGEST[backend]
-    heard = [("begin", batch), ("epoch", batch), ("epoch", batch)]
-    assert evaluate(client, "heard") == str(heard)  # the last run's, none of a probe's
+    # The cell's own run at 64, then the last run at the size found; none of the guard's
+    # measurements, which are its own fits with no callback of the person's.
+    heard = [("begin", 64), ("epoch", 64), ("epoch", 64), ("begin", batch)]
+    heard += [("epoch", batch), ("epoch", batch)]
+    assert evaluate(client, "heard") == str(heard)
     assert int(evaluate(client, "int(model.optimizer.iterations)")) == steps(batch, 2)
     assert evaluate(client, "getattr(model, '_eval_epoch_iterator', None)") == "None"
     attempts = card_of(run)["retry"]["attempts"]
     assert sum(a["probe"] for a in attempts) >= 2
 
 
-def test_a_generator_the_cell_makes_is_made_afresh_by_each_probe(model_kernel):
+def test_a_generator_the_cell_makes_is_made_afresh_by_each_whole_run(model_kernel):
     backend, client = model_kernel
     run = execute(client, MADE_AFRESH, timeout=300)
     assert run.status == "ok"
@@ -118,14 +121,14 @@ def test_a_custom_loop_is_searched_by_whole_runs_and_the_card_says_why(model_ker
     assert int(evaluate(client, "runs")) > 2  # whole runs, as before probes
 
 
-def test_a_stop_during_a_probe_ends_the_search_and_puts_the_model_back(model_kernel):
+def test_a_stop_during_a_whole_run_ends_the_search_and_puts_the_model_back(model_kernel):
     _, client = model_kernel
     execute(client, "before = [w.copy() for w in model.get_weights()]")
     run = execute(client, STOPPED_AT_128, timeout=300)
     assert run.reply["content"]["ename"] == "KeyboardInterrupt"  # not the guard's ProbeEnded
     sizes = [a["batch_size"] for a in card_of(run)["retry"]["attempts"]]
-    assert sizes[-1] == 128  # the probe the Stop reached, and no size after it
+    assert sizes[-1] == 128  # the run the Stop reached, and no size after it
     assert 256 not in sizes
     assert int(evaluate(client, "int(model.optimizer.iterations)")) == 0
     same = "all(np.array_equal(a, b) for a, b in zip(before, model.get_weights()))"
-    assert evaluate(client, same) == "True"  # nothing a probe trained stays trained
+    assert evaluate(client, same) == "True"  # as before the cell: no run that fitted stands
