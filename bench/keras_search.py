@@ -22,7 +22,6 @@ Run: .venv/bin/python bench/batch_search.py --keras [--quick]
 from __future__ import annotations
 
 import contextlib
-import gc
 import math
 import os
 import statistics
@@ -41,6 +40,7 @@ from ipy_gpuguard.retry.measure import FitCall, Measurer, PeakReader
 from ipy_gpuguard.retry.outcome import RunOutcome
 from ipy_gpuguard.retry.search import BatchSearch, SearchSettings, Trial
 from ipy_gpuguard.retry.state import KeptState
+from ipy_gpuguard.shell.reclaim import free_failure_memory
 
 SAMPLES = 20_000
 #: Plain trainings whose median is the baseline of a size.
@@ -112,10 +112,10 @@ class Cell:
 
 def _judge(error: BaseException, ran: RunOutcome) -> RunOutcome:
     """A failure as the guard judges it (here: TensorFlow's allocator running out), its memory
-    freed as the guard frees it."""
+    freed as the guard frees a measurement's."""
     if "ResourceExhausted" not in type(error).__name__:
         raise error
-    gc.collect()
+    free_failure_memory(error, lambda: None, None, thorough=False)
     return replace(ran, error=type(error).__name__, out_of_memory=True)
 
 

@@ -26,7 +26,7 @@ def free_failure_memory(
     read_allocator: Callable[[], int | None],
     baseline_bytes: int | None,
     modules: Mapping[str, ModuleType] | None = None,
-    keras_session: bool = True,
+    thorough: bool = True,
 ) -> Reclaimed:
     """Clear the frames of ``error``'s chain and the interpreter's last-error references to it,
     then collect.
@@ -40,10 +40,12 @@ def free_failure_memory(
         Reads the framework allocator's current bytes (summed over the watched devices).
     baseline_bytes
         The allocator's current bytes before the cell ran: what "fully reclaimed" means.
-    keras_session
-        Whether Keras' session is cleared too: after a failure of the person's code; not after
-        one of the guard's own measurements, whose tensors its cleared frames alone held (a
-        cleared session costs the next measurement a trace of its step).
+    thorough
+        After a failure of the person's code: Keras' session cleared too, and a full collection.
+        After one of the guard's own measurements, whose tensors the cleared frames alone held:
+        neither (a cleared session costs the next measurement a trace of its step, a full
+        collection with a framework loaded 0.2 s), a collection of the young generations only,
+        where the failure's own cycles are.
     """
     before = read_allocator()
     cleared = 0
@@ -51,9 +53,9 @@ def free_failure_memory(
         cleared = clear_chain_frames(error)
         _drop_last_exception(error)
     loaded = sys.modules if modules is None else modules
-    if keras_session:
+    if thorough:
         clear_keras_session(loaded)
-    gc.collect()
+    gc.collect(2 if thorough else 1)
     release_cached_blocks(loaded)
     return Reclaimed(baseline_bytes, before, read_allocator(), cleared)
 

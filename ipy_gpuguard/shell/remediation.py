@@ -133,7 +133,7 @@ def attempt_failed(
         return failed
     fraction = diagnosis.facts.get("fit_fraction")
     reclaimed = free_failure_memory(
-        error, run.read_allocator, run.allocator_baseline_bytes, keras_session=not measured
+        error, run.read_allocator, run.allocator_baseline_bytes, thorough=not measured
     )
     return replace(
         failed,
