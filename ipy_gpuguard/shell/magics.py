@@ -394,7 +394,10 @@ class GPUGuardMagics(Magics):
         how = _guard_failure_in_one_line(
             stage, lambda: self.session.after(finished, error, count, stopped)
         )
-        if how is Ending.FIXED:
+        if how is None:  # the guard's own failure, said in a line: the cell's result stands
+            outcome = "error" if error is not None else "ok"
+            _guard_failure_in_one_line("finish", lambda: self.session.ended(outcome))
+        elif how is Ending.FIXED:
             result.error_in_exec = None  # the last run of the guard's retries is the cell's
         elif how is Ending.STOPPED:
             # The person's Stop ended the guard's retries or search, or kept them from starting:
