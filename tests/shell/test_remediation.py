@@ -87,6 +87,26 @@ def test_the_guards_own_failure_in_diagnosis_is_one_line(shell, incident_log, ca
     ]
 
 
+def test_the_guards_own_failure_still_records_how_the_cell_ended(shell, capsys, monkeypatch):
+    """The kernel's state file (what the server's post-mortem reads) never keeps a cell that
+    ended as still running, whatever failed in the guard after it."""
+    from ipy_gpuguard.shell.session import GuardSession
+
+    ended = []
+
+    def broken(*args, **kwargs):
+        raise ValueError("rule catalog unreadable")
+
+    monkeypatch.setattr(GuardSession, "after", broken)
+    monkeypatch.setattr(
+        GuardSession, "ended", lambda self, outcome, rule=None: ended.append(outcome)
+    )
+    shell.run_cell("%%gpuguard\nraise RuntimeError('CUDA out of memory')")
+    shell.run_cell("%%gpuguard\nfine = True")
+    assert ended == ["error", "ok"]
+    assert "the guard failed to diagnose (ValueError" in capsys.readouterr().err
+
+
 def test_history_of_an_empty_log_says_so(shell, incident_log, capsys):
     shell.run_line_magic("gpuguard", "history 5")
     assert "no incidents recorded yet" in capsys.readouterr().out
