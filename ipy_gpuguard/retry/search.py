@@ -192,6 +192,8 @@ class BatchSearch:
         # not in size: halving in size would take a run per power of two to come down.
         wide = hi > WIDE_BRACKET * lo
         middle = self._round_down(math.sqrt(lo * hi) if wide else (lo + hi) / 2)
+        if middle <= lo:  # rounding fell back on lo: the next size allowed is between
+            middle = self._next_up(lo)
         if lo < middle < hi:
             return Step(middle, f"between {lo}, which fitted, and {hi}, which did not")
         return None
@@ -254,6 +256,17 @@ class BatchSearch:
     def _unit(self, size: int) -> int:
         """What sizes near ``size`` are multiples of: the granule, and the replicas."""
         return math.lcm(_granule(size, self._multiple_of_8), self.settings.replicas)
+
+    def _next_up(self, size: int) -> int:
+        """The smallest size above ``size`` that the rounding allows (a divisor of the
+        effective batch where it must stay, a multiple of the unit otherwise)."""
+        effective, replicas = self.settings.effective_batch, self.settings.replicas
+        if effective is None:
+            return size + self._unit(size)
+        return next(
+            (d for d in range(size + 1, effective + 1) if d % replicas == 0 and effective % d == 0),
+            size,
+        )
 
     def _round_down(self, size: float) -> int:
         replicas = self.settings.replicas
