@@ -50,10 +50,6 @@ class BeforeTheSearch:
         for _, state in self.kept.values():
             state.restore()
 
-    @property
-    def models(self) -> int:
-        return len(self.kept)
-
 
 @dataclass
 class FitWatch:
@@ -68,7 +64,6 @@ class FitWatch:
     before: BeforeTheSearch | None = None
     began: int = 0
     ended: int = 0
-    models: set[int] = field(default_factory=set)
     #: The first ``fit``, when its data can be re-batched.
     call: FitCall | None = None
     #: The type of the first ``fit``'s data, when it batches itself.
@@ -89,7 +84,6 @@ class FitWatch:
 
     def fit_began(self, model: Any, arguments: Mapping[str, Any], epoch_steps: int | None) -> None:
         self.began += 1
-        self.models.add(id(model))
         self.one_batch = self.one_batch or epoch_steps == 1
         self.replicas = max(self.replicas, replicas_of(model))
         earlier = self.defined_before(model)

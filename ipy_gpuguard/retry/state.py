@@ -14,7 +14,6 @@ Host memory, not the device: a copy on the device would be part of the peak a pr
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -44,14 +43,11 @@ class KeptState:
 
     values: list[tuple[Any, Any]]
     attributes: list[tuple[Any, str, Any]]
-    nbytes: int
-    seconds: float
 
     @classmethod
     def of(cls, models: Iterable[Any]) -> KeptState:
         import numpy as np  # the model's framework has imported it already
 
-        started = time.perf_counter()
         models = list(models)
         for model in models:
             _build_optimizers(model)
@@ -63,8 +59,7 @@ class KeptState:
             for name in _FIT_ATTRIBUTES
             if name in vars(model)
         ]
-        nbytes = sum(value.nbytes for _, value in values)
-        return cls(values, attributes, nbytes, time.perf_counter() - started)
+        return cls(values, attributes)
 
     def restore(self) -> None:
         """Put every kept value back (a variable made since is left as it is)."""
