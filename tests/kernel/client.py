@@ -22,6 +22,15 @@ class Execution:
     def status(self) -> str:
         return self.reply["content"]["status"]
 
+    def error(self) -> str:
+        """The kernel's error, for an assertion's message: its name, value and traceback."""
+        content = self.reply["content"]
+        if content["status"] == "ok":
+            return ""
+        return "\n".join(
+            [f"{content.get('ename')}: {content.get('evalue')}", *content.get("traceback", [])]
+        )
+
     def of_type(self, msg_type: str) -> list[dict[str, Any]]:
         return [msg for msg in self.iopub if msg["msg_type"] == msg_type]
 

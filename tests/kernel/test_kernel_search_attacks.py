@@ -200,6 +200,11 @@ def test_a_numpy_batch_of_an_earlier_cell_trains_the_model_once(tf_kernel):
 
 
 def test_a_cached_dataset_is_searched_by_whole_runs_and_its_cache_stays_usable(tf_kernel, tmp_path):
+    """The data is one sample short of whole batches at every size the search tries. At a size
+    that divides it, Keras ends each epoch without reading the data's end, so TensorFlow's file
+    cache is finished by an iterator the next epoch's one overlaps; with no guard loaded, the
+    first ``fit`` failed 2 times in 6 on a loaded machine ("DataLossError: file is too short
+    to be an sstable")."""
     fresh(tf_kernel)
     cache = tmp_path / "cache"
     run = execute(
@@ -207,15 +212,16 @@ def test_a_cached_dataset_is_searched_by_whole_runs_and_its_cache_stays_usable(t
         "%%gpuguard --find-max\n"
         "import tensorflow as tf\n"
         "BATCH = 64\n"
-        f"data = tf.data.Dataset.from_tensor_slices((x, y)).cache({str(cache)!r}).batch(BATCH)\n"
+        "data = tf.data.Dataset.from_tensor_slices((x[:-1], y[:-1]))"
+        f".cache({str(cache)!r}).batch(BATCH)\n"
         "model.fit(data, epochs=2, verbose=0)\n",
         timeout=300,
     )
-    assert run.status == "ok"
+    assert run.status == "ok", run.error()
     assert "cannot re-batch it" in json.dumps(cards(run)[-1])
     assert not list(tmp_path.glob("*lockfile*"))
     assert evaluate(tf_kernel, "sum(1 for _ in data)") == str(
-        -(-SAMPLES // int(evaluate(tf_kernel, "BATCH")))
+        -(-(SAMPLES - 1) // int(evaluate(tf_kernel, "BATCH")))
     )
 
 
