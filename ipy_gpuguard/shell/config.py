@@ -155,6 +155,16 @@ class GPUGuard(Configurable):
             ) from None
         return "" if value.strip().lower() == "off" else value
 
+    @validate("incident_log", "batch_memory")
+    def _valid_path(self, proposal: dict[str, Any]) -> str:
+        value: str = proposal["value"]
+        if "\0" in value:  # every later open of it would fail ("embedded null byte")
+            raise BadSetting(
+                f"GPUGuard.{proposal['trait'].name}: {value!r} holds a NUL byte, which no path "
+                "can; give a file's path, or '' for none"
+            )
+        return value
+
     @validate("devices")
     def _valid_devices(self, proposal: dict[str, list[object]]) -> list[object]:
         devices = proposal["value"]

@@ -87,12 +87,16 @@ class IncidentLog:
         try:
             with self._lock:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                handle = open_regular(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-                with os.fdopen(handle, "a", encoding="utf-8") as log:
-                    if incident.cell is not None and not self._private(log.fileno()):
+                handle = open_regular(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+                try:
+                    if incident.cell is not None and not self._private(handle):
                         incident = replace(incident, cell=None)
-                    log.write(json.dumps(asdict(incident), ensure_ascii=False, sort_keys=True))
-                    log.write("\n")
+                    line = json.dumps(asdict(incident), ensure_ascii=False, sort_keys=True)
+                    # After a line cut short (a full disk, a crash), this one starts its own.
+                    start = b"" if _ends_a_line(handle) else b"\n"
+                    _write_all(handle, start + line.encode("utf-8") + b"\n")
+                finally:
+                    os.close(handle)
         except OSError as error:
             print(
                 f"ipy_gpuguard: cannot write the incident log {self.path} ({os_reason(error)})",
@@ -142,6 +146,19 @@ class IncidentLog:
             if isinstance(record, dict):
                 incidents.append(record)
         return incidents[-count:] if count > 0 else []
+
+
+def _ends_a_line(handle: int) -> bool:
+    """Whether the file is empty or its last byte ends a line."""
+    size = os.fstat(handle).st_size
+    return size == 0 or os.pread(handle, 1, size - 1) == b"\n"
+
+
+def _write_all(handle: int, data: bytes) -> None:
+    """Write all of ``data``: a write that stops short (a full disk) raises, as it would on
+    the next byte."""
+    while data:
+        data = data[os.write(handle, data) :]
 
 
 def _jsonable(value: object) -> object:

@@ -382,9 +382,14 @@ class GPUGuardMagics(Magics):
         if finished is None:
             return
         if self.session.recording_attempt:
-            _guard_failure_in_one_line(
-                "diagnose", lambda: self.session.record_attempt(finished, error)
-            )
+            # Held: freeing the attempt's memory runs garbage-collection callbacks (JAX's), in
+            # which a Stop would be "ignored"; held, it ends the attempts after this one.
+            with held_interrupt() as interrupted:
+                _guard_failure_in_one_line(
+                    "diagnose", lambda: self.session.record_attempt(finished, error)
+                )
+            if interrupted.received:
+                self.session.attempt_interrupted()
             return
         if not_run is not None:  # stopped, or not even compiled: nothing ran to guard
             _guard_failure_in_one_line("finish", lambda: self.session.ended("error"))
@@ -636,7 +641,7 @@ def _guard_failure_in_one_line(stage: str, action: Callable[[], T], stop: bool =
             file=sys.stderr,
         )
         return None
-    except Exception as error:
+    except BaseException as error:  # a SystemExit too: a hook of IPython's must not end the kernel
         print(
             f"ipy_gpuguard: the guard failed to {stage} ({type(error).__name__}: {error}); "
             f"{_CONSEQUENCES[stage]}",

@@ -7,6 +7,7 @@ of this package's interface (``GPUGUARD_SIMULATE``, ``%gpuguard simulate``).
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 _UNITS = {
     "": 1,
@@ -26,6 +27,10 @@ _UNITS = {
 }
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 _SIZE_HELP = "a size like 8GiB, 512MiB or 16GB"
+#: The most memory a simulated device may have: beyond any GPU made (the largest hold 288 GB).
+MAX_DEVICE_BYTES = 1024**4
+#: The most simulated devices: beyond what one machine holds (the densest servers hold 20 GPUs).
+MAX_DEVICES = 32
 
 
 def parse_size(text: str) -> int:
@@ -41,10 +46,15 @@ def parse_size(text: str) -> int:
     unit = match.group(2).lower() if match else ""
     if not match or unit not in _UNITS or unit == "":
         raise ValueError(f"{text.strip()!r} is not {_SIZE_HELP}")
-    size = int(float(match.group(1)) * _UNITS[unit])
-    if size <= 0:
+    size = Decimal(match.group(1)) * _UNITS[unit]  # exact, however many digits
+    if size > MAX_DEVICE_BYTES:
+        raise ValueError(
+            f"{_shortened(text.strip())!r} is more than a GPU holds: give at most "
+            f"{format_bytes(MAX_DEVICE_BYTES)}"
+        )
+    if int(size) <= 0:
         raise ValueError(f"{text.strip()!r} is not a positive size")
-    return size
+    return int(size)
 
 
 def parse_size_list(text: str) -> tuple[int, ...]:
@@ -54,7 +64,17 @@ def parse_size_list(text: str) -> tuple[int, ...]:
         raise ValueError(
             f"{text!r} names no size: give {_SIZE_HELP}, or several separated by commas"
         )
+    if len(parts) > MAX_DEVICES:
+        raise ValueError(
+            f"{len(parts)} simulated devices are more than a machine holds: give at most "
+            f"{MAX_DEVICES} sizes"
+        )
     return tuple(parse_size(part) for part in parts)
+
+
+def _shortened(text: str, limit: int = 40) -> str:
+    """``text`` cut to ``limit`` characters for a message: a 10,000-digit size stays one line."""
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
 
 
 def format_bytes(size: int | None) -> str:

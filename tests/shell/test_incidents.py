@@ -3,6 +3,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 
 import pytest
 import tensorflow as tf
@@ -48,6 +50,35 @@ def test_a_line_cut_by_a_crash_is_skipped(tmp_path):
     with path.open("a") as file:
         file.write('{"rule_id": "oom.tf.ten')
     assert [record["rule_id"] for record in log.recent(10)] == ["oom.tf.tensor"]
+
+
+#: Appends one incident with the file size limited to a few bytes more than the log holds: a
+#: disk that fills up in the middle of the line (the write stops short, then fails).
+APPEND_ON_A_FULL_DISK = """
+import resource, signal, sys
+from pathlib import Path
+from ipy_gpuguard.shell.incidents import Incident, IncidentLog
+path = Path(sys.argv[1])
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size + 40, resource.RLIM_INFINITY))
+cut = Incident("now", "oom.cut", "oom", "cut", "E", {}, {}, "card shown")
+sys.exit(0 if IncidentLog(path).append(cut) else 3)
+"""
+
+
+def test_the_first_incident_after_a_full_disk_is_not_glued_to_the_cut_line(tmp_path):
+    """Issue 35 item 5: it was appended to the line the full disk cut, and lost to history."""
+    path = tmp_path / "incidents.jsonl"
+    log = IncidentLog(path)
+    log.append(incident())
+    full = subprocess.run(
+        [sys.executable, "-c", APPEND_ON_A_FULL_DISK, str(path)], capture_output=True, text=True
+    )
+    assert full.returncode == 3, full.stderr  # the append said it could not write
+    assert "cannot write the incident log" in full.stderr
+    assert not path.read_bytes().endswith(b"\n")  # the line was cut by the full disk
+    assert log.append(incident(cell="after"))  # space came back
+    assert [record["cell"] for record in log.recent(10)] == [None, "after"]
 
 
 def test_an_incident_log_that_cannot_be_written_is_one_warning_line(tmp_path, capsys):
