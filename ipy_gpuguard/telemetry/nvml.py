@@ -125,11 +125,12 @@ class NvmlBackend:
         if not isinstance(used, int):
             used = None
             missing = f"NVML could not read its memory ({memory_failure or 'no figures given'})"
+        power_mw = _number(power_mw)
         return DeviceReading(
             used_bytes=used,
-            total_bytes=getattr(memory, "total", None),
-            utilization_percent=getattr(utilization, "gpu", None),
-            temperature_c=temperature,
+            total_bytes=_number(getattr(memory, "total", None)),
+            utilization_percent=_number(getattr(utilization, "gpu", None)),
+            temperature_c=_number(temperature),
             power_watts=None if power_mw is None else power_mw / 1000,
             problem=GPU_IS_LOST if index in self._lost else None,
             memory_missing=missing,
@@ -193,6 +194,12 @@ class NvmlBackend:
         if (function, code) not in self._reported:
             self._reported.add((function, code))
             log.info("NVML %s failed: %s", function, error)
+
+
+def _number(value: Any) -> Any:
+    """``value`` when it is a number, else ``None``: bindings that hand back a string or an
+    object for one figure leave that figure unknown, and every other as read."""
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def import_pynvml() -> ModuleType:

@@ -163,6 +163,20 @@ def test_a_reading_that_raises_anything_is_that_readings_failure_alone():
     assert backend.read(0).memory_missing == "NVML could not read its memory (no figures given)"
 
 
+@pytest.mark.parametrize("power", ["212000", b"212000", object(), True])
+def test_a_figure_that_is_not_a_number_is_unknown_and_the_others_stay(power):
+    """Issue 35 item 8: a power reading returned as a string dropped the memory reading too."""
+    backend, nvml = open_fake([FakeGpu(used_bytes=3 * GIB, utilization_percent=91)])
+    nvml.nvmlDeviceGetPowerUsage = lambda handle: power
+    nvml.nvmlDeviceGetTemperature = lambda handle, sensor: "54 C"
+    reading = backend.read(0)
+    assert reading.power_watts is None
+    assert reading.temperature_c is None
+    assert reading.used_bytes == 3 * GIB
+    assert reading.total_bytes == 80 * GIB
+    assert reading.utilization_percent == 91
+
+
 def test_a_process_list_that_raises_or_is_missing_lists_nobody():
     """Issue 22 item 18: an error from NVML's process list dropped the card."""
     backend, nvml = open_fake([FakeGpu(graphics_processes=[(4242, 2 * GIB)])])
