@@ -153,3 +153,12 @@ def refusal(card: Card | None, action: Action, can_retry: bool, live_cards: int)
     if action.action == RETRY and offer.batch_size is None:
         return "the search is over; name a size, like %gpuguard retry 16"
     return None
+
+
+#: The answer to a request sent again while it is still being carried out.
+REQUEST_RUNNING = "this request is being carried out; its result comes when it ends"
+
+
+def request_reused(request: str) -> str:
+    """The refusal of an action sent with the id of another one already carried out."""
+    return f"request {request!r} was already carried out: a new action needs a new id"

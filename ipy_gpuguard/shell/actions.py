@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..cards import CardParts, attempt_text, reclaim_of, reclaim_text, with_parts
-from ..cards.offers import refusal
+from ..cards.offers import REQUEST_RUNNING, refusal, request_reused
 from ..cards.retry_words import attempt_record
 from ..protocol import (
     FIND_MAX,
@@ -31,6 +31,8 @@ from .card_display import CardDisplay
 
 #: Cards that keep their buttons; older ones become static (their widgets are closed).
 MAX_LIVE_CARDS = 20
+#: The last requests remembered by id, so that one sent again is answered, not carried out again.
+MAX_ANSWERED_REQUESTS = 256
 
 AroundRun = Callable[[Callable[[], RunOutcome]], RunOutcome]
 
@@ -115,6 +117,7 @@ class CardActions:
 
     def __init__(self) -> None:
         self._cards: OrderedDict[str, LiveCard] = OrderedDict()
+        self._answered: OrderedDict[str, tuple[Action, ActionResult]] = OrderedDict()
         self.changed: Callable[[tuple[str, ...]], None] | None = None
 
     def add(self, live: LiveCard) -> None:
@@ -138,11 +141,33 @@ class CardActions:
         return len(self._cards)
 
     def act(self, action: Action, around: AroundRun | None = None) -> ActionResult:
-        """Carry out ``action``; the card it names shows the result, which is also returned.
+        """Carry out ``action`` once per request id; the card it names shows the result, which
+        is also returned. A request sent again (replayed, or the same one from a second comm)
+        gets its first answer; an id reused for another action is refused.
 
         ``around`` runs a retry's attempt (``%gpuguard retry`` runs it in its own cell);
         by default it runs where the card shows it.
         """
+        if action.request is None:
+            return self._carry_out(action, around)
+        answered = self._answered.get(action.request)
+        if answered is not None:
+            first, result = answered
+            if first == action:
+                return result
+            return ActionResult(action.action, False, request_reused(action.request))
+        # Remembered before it runs: the same request arriving during it is not run twice.
+        self._answered[action.request] = (
+            action,
+            ActionResult(action.action, False, REQUEST_RUNNING),
+        )
+        result = self._carry_out(action, around)
+        self._answered[action.request] = (action, result)
+        while len(self._answered) > MAX_ANSWERED_REQUESTS:
+            self._answered.popitem(last=False)
+        return result
+
+    def _carry_out(self, action: Action, around: AroundRun | None) -> ActionResult:
         refusal = self.refusal(action)
         live = self._cards.get(action.card)
         if refusal is not None or live is None:

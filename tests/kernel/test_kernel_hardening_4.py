@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from ipy_gpuguard.protocol import CARD_MIME
+
 from .client import evaluate, execute, kernel
 
 pytestmark = pytest.mark.kernel
@@ -158,3 +160,45 @@ def test_the_first_incident_after_a_cut_line_is_in_the_history(tmp_path):
         history = execute(client, "%gpuguard history")
         (shown,) = [msg["content"]["data"]["text/plain"] for msg in history.of_type("display_data")]
         assert "out of memory" in shown.lower(), shown
+
+
+def test_an_action_is_carried_out_once_per_request_id():
+    """Item 4: a replayed request, the same id reused and the same request from a second comm
+    each retrained: the cell reran at 64, 32, 32, 16, 32."""
+    from .test_kernel_actions import comm_messages, open_comm, send_on_comm
+
+    with kernel(GPUGUARD_SIMULATE="8GiB") as client:
+        assert execute(client, "%load_ext ipy_gpuguard").status == "ok"
+        first_comm, _ = open_comm(client, {"renders": ["card"]})
+        assert execute(client, "ran = []").status == "ok"
+        failed = execute(client, WHOLE_RUN_OOM.replace(" --auto-retry", ""))
+        assert failed.status == "error"
+        (card,) = [
+            msg["content"]["data"][CARD_MIME]
+            for msg in failed.of_type("display_data")
+            if CARD_MIME in msg["content"]["data"]
+        ]
+        retry = {
+            "action": "retry",
+            "card": card["id"],
+            "args": {"batch_size": 32},
+            "request": "r-1",
+        }
+
+        def answer(comm_id, data):
+            (reply,) = comm_messages(send_on_comm(client, comm_id, data), comm_id)
+            return reply
+
+        first = answer(first_comm, retry)
+        assert first["ok"] is True
+        again = answer(first_comm, retry)
+        second_comm, _ = open_comm(client, {"renders": ["card"]})
+        from_another = answer(second_comm, retry)
+        assert again["message"] == from_another["message"] == first["message"]
+        assert again["ok"] is from_another["ok"] is True
+        reused = answer(first_comm, {**retry, "args": {"batch_size": 16}})
+        assert reused["ok"] is False
+        assert "was already carried out: a new action needs a new id" in reused["message"]
+        assert evaluate(client, "ran") == "[256, 32]"
+        assert answer(first_comm, {**retry, "args": {"batch_size": 16}, "request": "r-2"})["ok"]
+        assert evaluate(client, "ran") == "[256, 32, 16]"
