@@ -26,6 +26,7 @@ from ..retry import AUTO_RETRY_RUNS, DEFAULT_RUNS, FIND_MAX_RUNS, retry_settings
 from ..retry.outcome import Ending
 from ..ui.history import HistoryTable
 from .interrupts import CellStopped, StopCell, held_interrupt
+from .nested_async import async_cells_runnable
 from .options import (
     ON_HANG_CHOICES,
     GuardOptions,
@@ -520,14 +521,15 @@ class ShellRunner:
     def run_cell(self, source: str, quiet: bool = False) -> None:
         """Run ``source``; ``quiet``: a failure shows no traceback (the guard reports each
         attempt in a line of its own, and the person's own traceback of the cell stands)."""
-        if not quiet:
-            self._shell.run_cell(source, store_history=False)
-            return
-        self._shell.showtraceback = _no_traceback  # shadows the method, for this run only
-        try:
-            self._shell.run_cell(source, store_history=False)
-        finally:
-            del self._shell.showtraceback
+        with async_cells_runnable(self._shell):
+            if not quiet:
+                self._shell.run_cell(source, store_history=False)
+                return
+            self._shell.showtraceback = _no_traceback  # shadows the method, for this run only
+            try:
+                self._shell.run_cell(source, store_history=False)
+            finally:
+                del self._shell.showtraceback
 
 
 def _no_traceback(*args: Any, **kwargs: Any) -> None:

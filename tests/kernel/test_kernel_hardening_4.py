@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from ipy_gpuguard.protocol import CARD_MIME
@@ -13,11 +18,18 @@ pytestmark = pytest.mark.kernel
 SESSION = "get_ipython().magics_manager.registry['GPUGuardMagics'].session"
 
 
-@pytest.mark.parametrize("raised", ["SystemExit(3)", "GeneratorExit()"])
-def test_a_base_exception_in_the_guards_finish_is_one_line_and_the_kernel_lives(raised):
-    """Item 3: a ``SystemExit`` raised in the guard's finish step ended the kernel."""
-    with kernel(GPUGUARD_SIMULATE="8GiB") as client:
+@contextmanager
+def loaded_kernel(data_dir: Path) -> Iterator[Any]:
+    """A kernel with the guard loaded, a simulated GPU, and a Jupyter data folder of its own."""
+    with kernel(GPUGUARD_SIMULATE="8GiB", JUPYTER_DATA_DIR=str(data_dir)) as client:
         assert execute(client, "%load_ext ipy_gpuguard").status == "ok"
+        yield client
+
+
+@pytest.mark.parametrize("raised", ["SystemExit(3)", "GeneratorExit()"])
+def test_a_base_exception_in_the_guards_finish_is_one_line_and_the_kernel_lives(raised, tmp_path):
+    """Item 3: a ``SystemExit`` raised in the guard's finish step ended the kernel."""
+    with loaded_kernel(tmp_path) as client:
         patch = (
             f"session = {SESSION}\n"
             "finish = session.end\n"
@@ -63,11 +75,10 @@ WHOLE_RUN_OOM = (
 )
 
 
-def test_a_stop_in_the_freeing_of_an_attempt_is_held_then_honoured():
+def test_a_stop_in_the_freeing_of_an_attempt_is_held_then_honoured(tmp_path):
     """Item 2: Python printed "Exception ignored in: <function _xla_gc_callback> ...
     KeyboardInterrupt" and the retries went on."""
-    with kernel(GPUGUARD_SIMULATE="8GiB") as client:
-        assert execute(client, "%load_ext ipy_gpuguard").status == "ok"
+    with loaded_kernel(tmp_path) as client:
         assert execute(client, "ran = []\n" + STOP_IN_THE_FREEING).status == "ok"
         run = execute(client, WHOLE_RUN_OOM, timeout=120)
         assert evaluate(client, "fired") == "['start']"
@@ -101,11 +112,11 @@ def stderr_of(run) -> str:
     ids=["400-digits", "10000-digits", "1000-devices"],
 )
 def test_a_simulated_size_or_count_no_machine_has_is_one_line_at_load_and_in_the_magic(
-    simulate, said
+    simulate, said, tmp_path
 ):
     """Item 6: an 87-line ``OverflowError`` at ``%load_ext``, 62 lines from the magic, a
     traceback for 10,000 digits; 1,000 devices made a 2-second cell take 18 s."""
-    with kernel(GPUGUARD_SIMULATE=simulate) as client:
+    with kernel(GPUGUARD_SIMULATE=simulate, JUPYTER_DATA_DIR=str(tmp_path)) as client:
         loaded = execute(client, "%load_ext ipy_gpuguard")
         assert loaded.status == "ok"
         (line,) = stderr_of(loaded).splitlines()
@@ -135,8 +146,7 @@ def test_a_path_with_a_nul_byte_is_refused_in_one_line_and_a_fixed_cell_ends_fix
 ):
     """Item 7: the path was taken; every later write failed ("embedded null byte") and a cell
     that a retry fixed still ended as an error."""
-    with kernel(GPUGUARD_SIMULATE="8GiB", JUPYTER_DATA_DIR=str(tmp_path)) as client:
-        assert execute(client, "%load_ext ipy_gpuguard").status == "ok"
+    with loaded_kernel(tmp_path) as client:
         refused = execute(client, f"%config GPUGuard.{setting} = {str(tmp_path)!r} + '/a\\0b'")
         (line,) = stderr_of(refused).splitlines()
         assert "holds a NUL byte, which no path can" in line
@@ -152,8 +162,7 @@ def test_the_first_incident_after_a_cut_line_is_in_the_history(tmp_path):
     incident was glued to the cut line and lost to ``%gpuguard history``."""
     log = tmp_path / "incidents.jsonl"
     log.write_text('{"rule_id": "oom.tf.tensor", "kind": "oo')  # what the full disk left
-    with kernel(GPUGUARD_SIMULATE="8GiB") as client:
-        assert execute(client, "%load_ext ipy_gpuguard").status == "ok"
+    with loaded_kernel(tmp_path) as client:
         assert execute(client, f"%config GPUGuard.incident_log = {str(log)!r}").status == "ok"
         failed = execute(client, "%%gpuguard\nraise RuntimeError('CUDA out of memory.')")
         assert failed.status == "error"
@@ -162,13 +171,12 @@ def test_the_first_incident_after_a_cut_line_is_in_the_history(tmp_path):
         assert "out of memory" in shown.lower(), shown
 
 
-def test_an_action_is_carried_out_once_per_request_id():
+def test_an_action_is_carried_out_once_per_request_id(tmp_path):
     """Item 4: a replayed request, the same id reused and the same request from a second comm
     each retrained: the cell reran at 64, 32, 32, 16, 32."""
     from .test_kernel_actions import comm_messages, open_comm, send_on_comm
 
-    with kernel(GPUGUARD_SIMULATE="8GiB") as client:
-        assert execute(client, "%load_ext ipy_gpuguard").status == "ok"
+    with loaded_kernel(tmp_path) as client:
         first_comm, _ = open_comm(client, {"renders": ["card"]})
         assert execute(client, "ran = []").status == "ok"
         failed = execute(client, WHOLE_RUN_OOM.replace(" --auto-retry", ""))
@@ -202,3 +210,36 @@ def test_an_action_is_carried_out_once_per_request_id():
         assert evaluate(client, "ran") == "[256, 32]"
         assert answer(first_comm, {**retry, "args": {"batch_size": 16}, "request": "r-2"})["ok"]
         assert evaluate(client, "ran") == "[256, 32, 16]"
+
+
+#: Out of memory above 64, after a top-level ``await``.
+AWAITING_OOM = (
+    "%%gpuguard{options}\n"
+    "import asyncio\n"
+    "BATCH = 256\n"
+    "await asyncio.sleep(0.01)\n"
+    "ran.append(BATCH)\n"
+    "if BATCH > 64:\n"
+    "    raise RuntimeError('CUDA out of memory. Tried to allocate 2.00 GiB')\n"
+)
+
+
+def test_a_cell_with_top_level_await_is_retried(tmp_path):
+    """Item 1: "RuntimeError: This event loop is already running", by ``--auto-retry`` and by
+    ``%gpuguard retry``."""
+    with loaded_kernel(tmp_path) as client:
+        assert execute(client, "ran = []").status == "ok"
+        fixed = execute(client, AWAITING_OOM.format(options=" --auto-retry"))
+        assert fixed.status == "ok", fixed.error() + stderr_of(fixed)
+        assert evaluate(client, "ran[0], ran[-1]") == "(256, 64)"
+        assert "already running" not in stderr_of(fixed)
+
+        assert execute(client, "ran.clear()").status == "ok"
+        failed = execute(client, AWAITING_OOM.format(options=""))
+        assert failed.status == "error"
+        retried = execute(client, "%gpuguard retry")
+        assert retried.status == "ok", retried.error() + stderr_of(retried)
+        assert evaluate(client, "ran") == "[256, 64]"  # where the first retry ended
+        assert "already running" not in stderr_of(retried) + retried.stdout()
+        # The kernel's own loop is back: a later cell with top-level await runs on it.
+        assert execute(client, "await asyncio.sleep(0)\nloop_ok = 1").status == "ok"
