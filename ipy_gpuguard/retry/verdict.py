@@ -29,8 +29,9 @@ def _decide(retry: CellRetry, last: Attempt | None) -> RetryVerdict | None:
     """The verdict after ``last``; ``None`` before any attempt, or when nothing is left to say.
 
     Fixed means the last run was whole and fitted at the size the search returns, so the
-    namespace (and the model it trained) is that run's; a probe that fitted is not yet. Memory that did not come back after a failure outranks the next size: a retry in
-    this kernel would fail again, and the size is what to run after a restart.
+    namespace (and the model it trained) is that run's; a probe that fitted is not yet. Memory
+    that did not come back after a failure outranks the next size: a retry in this kernel would
+    fail again, and the size is what to run after a restart.
     """
     if last is None:
         return None
@@ -47,11 +48,13 @@ def _decide(retry: CellRetry, last: Attempt | None) -> RetryVerdict | None:
         return RetryVerdict(FIXED, last.size, None, searched, remembered and last.fits)
     if search.gave_up:
         return RetryVerdict(GAVE_UP, search.settings.min_batch, None, searched, False)
-    step = retry.suggestion()
     held = retry.memory_held(last)
     if held is not None:
-        size = search.largest_fitting or (step.size if step is not None else last.size)
-        return RetryVerdict(MEMORY_HELD, size, held, searched, False)
+        # For a fresh kernel: the size that fitted, else the one that failed here only because
+        # memory was held. The next step would be derived from that failure, which says
+        # nothing of a fresh kernel (it offered 8 where 64 fitted after the restart).
+        return RetryVerdict(MEMORY_HELD, search.largest_fitting or last.size, held, searched, False)
+    step = retry.suggestion()
     if not (last.fits or last.outcome.out_of_memory):
         return RetryVerdict(OTHER_ERROR, None, None, searched, False)
     if step is not None:

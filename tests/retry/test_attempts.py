@@ -214,3 +214,27 @@ def test_a_search_whose_probe_leaves_memory_held_ends_on_a_run_that_fits():
     assert last.fits  # ... and the search ended on a run that fits,
     assert last.size == retry.search.largest_fitting == ran[-1]  # at the size it reports
     assert decide(retry, last).state == FIXED
+
+
+def test_the_size_offered_for_a_restart_is_not_bounded_by_a_failure_with_memory_held():
+    """Issue 35 item 11: a retry at 64 failed because memory did not come back; the restart was
+    offered at 8, derived from that failure, and in the fresh kernel 64 fitted."""
+    from ipy_gpuguard.retry import MEMORY_HELD, decide
+
+    cell = "BATCH = 128\nmodel.fit(x, batch_size=BATCH)\n"
+    ran = []
+
+    def run(rewritten, probe):
+        ran.append(int(rewritten.source.split("BATCH = ")[1].split()[0]))
+        return RunOutcome(
+            finished=True, error="OOM", out_of_memory=True, allocator_after_bytes=6 * 2**30
+        )
+
+    finding = find_batch_size(cell)
+    setup = RetrySetup(cell, finding, 128, Trial(128, False), 8 * 2**30, 0)
+    retry = CellRetry(setup, Runners(run))
+    last = retry.auto(1, find_max=False, report=lambda attempt: None)
+    assert ran == [64]
+    verdict = decide(retry, last)
+    assert verdict.state == MEMORY_HELD
+    assert verdict.batch_size == 64
