@@ -22,7 +22,7 @@ from ..protocol import (
     RetryState,
 )
 from ..record import PanelView, Reclaimed
-from ..retry import RetryRequest
+from ..retry import FIXED, RetryRequest
 from ..watchdog import HangEvidence, Stall
 from .offers import batch_edit, retry_actions, retry_state
 from .stall import (
@@ -212,7 +212,13 @@ def words_of(card: Card) -> CardWords:
         searching = card.kind == SEARCH_KIND
         offer = search_lines(retry.offer) if searching else offer_lines(retry.offer, card.facts)
     return CardWords(
-        reclaim=reclaim_text(card.reclaimed) if card.reclaimed is not None else "",
+        reclaim=reclaim_text(
+            card.reclaimed,
+            retry.capacity_bytes if retry is not None else None,
+            retry is not None and retry.verdict is not None and retry.verdict.state == FIXED,
+        )
+        if card.reclaimed is not None
+        else "",
         offer=offer,
         attempts=tuple(attempt_words(attempt, retry.capacity_bytes) for attempt in retry.attempts)
         if retry is not None

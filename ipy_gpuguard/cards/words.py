@@ -17,6 +17,7 @@ from ..protocol import (
     RetryState,
     RetryVerdict,
 )
+from ..retry.attempts import too_much_held
 from ..retry.search import MAX_JUMP_DOWN
 from ..retry.verdict import FIXED, MEMORY_HELD, NEXT
 from ..telemetry.units import format_bytes
@@ -27,8 +28,10 @@ RERUN_NOTE = "A retry reruns the whole cell from its first line."
 NOT_MEASURED = "not measured: the allocator keeps no statistics here"
 
 
-def reclaim_text(reclaim: Reclaim) -> str:
-    """What freeing did, in one sentence, whichever of its figures are known."""
+def reclaim_text(reclaim: Reclaim, capacity_bytes: int | None = None, fixed: bool = False) -> str:
+    """What freeing did, in one sentence, whichever of its figures are known. What is still
+    held is a warning only when it is enough to make a retry fail (on a device of
+    ``capacity_bytes``) and no retry has ``fixed`` the cell since."""
     if reclaim.pending:
         return "Freeing the memory the failure pinned…"
     freed, held = reclaim.freed_bytes, reclaim.held_bytes
@@ -42,6 +45,12 @@ def reclaim_text(reclaim: Reclaim) -> str:
         return text + "."
     if held == 0:
         return text + ": the allocator is back where it was before the cell."
+    if fixed or not too_much_held(held, capacity_bytes):
+        return (
+            text + f"; the allocator holds {format_bytes(held)} more than before the cell "
+            "(variables the cell made, like an optimizer's on a model's first fit, or memory "
+            "the framework keeps)."
+        )
     return (
         text + f"; the allocator still holds {format_bytes(held)} more than before the cell "
         "(variables of the notebook, or memory the framework keeps): a retry in this kernel may "

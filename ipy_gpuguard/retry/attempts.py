@@ -39,6 +39,12 @@ HELD_SHARE = 0.05
 HELD_FLOOR_BYTES = 256 * 2**20
 
 
+def too_much_held(held_bytes: int, capacity_bytes: int | None) -> bool:
+    """Whether ``held_bytes`` still held after freeing would make a retry here fail again;
+    less is what a fit may rightly keep (a model's first fit makes its optimizer's variables)."""
+    return held_bytes > max(HELD_SHARE * (capacity_bytes or 0), HELD_FLOOR_BYTES)
+
+
 #: The most probes one search makes (each is a few training steps, not a run).
 MAX_PROBES = 32
 #: Wraps one attempt's run: gets the run, returns its outcome.
@@ -300,8 +306,7 @@ class CellRetry:
     def memory_held(self, attempt: Attempt) -> int | None:
         """Bytes still held after a failed attempt, when too many for a retry here to work."""
         held = self.held_bytes(attempt)
-        capacity = self.setup.capacity_bytes or 0
-        if held is None or held <= max(HELD_SHARE * capacity, HELD_FLOOR_BYTES):
+        if held is None or not too_much_held(held, self.setup.capacity_bytes):
             return None
         return held
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ipy_gpuguard.cards import CardParts, base_card, with_parts
+from ipy_gpuguard.cards import CardParts, base_card, reclaim_of, with_parts
 from ipy_gpuguard.diagnosis import Context, Kind, diagnose
 from ipy_gpuguard.protocol import to_json
 from ipy_gpuguard.retry import CellFrame, RetrySettings, Runners, RunOutcome, plan_retry
@@ -87,3 +87,29 @@ def test_a_card_whose_memory_did_not_come_back_offers_the_restart_not_a_retry():
     assert not offers["retry"].enabled
     assert "memory did not come back" in offers["retry"].reason
     assert offers["restart_and_run_to_here"].enabled
+
+
+@pytest.mark.parametrize(
+    ("held", "fits_below", "warned"),
+    [
+        (42 * 2**20, 1, False),  # a model's first fit made its optimizer's variables
+        (4 * GIB, 1, True),  # enough to make a retry here fail
+        (4 * GIB, 100, False),  # ... but a retry has fixed the cell since
+    ],
+)
+def test_memory_still_held_is_a_warning_only_when_it_can_make_a_retry_fail(
+    held, fits_below, warned
+):
+    """Issue 35 item 16: "the allocator still holds 42.1 MiB more … a retry in this kernel
+    may fail again" after a model's first fit, and still beside "Fixed: batch size 128 fits"."""
+    from ipy_gpuguard.record import Reclaimed
+
+    diagnosis = diagnose("ResourceExhaustedError: OOM when allocating tensor", Context())
+    request = request_for(diagnosis, fits_below)
+    request.retry.auto(12, find_max=False, report=lambda attempt: None)
+    base = base_card(diagnosis, "c1", (), (), "cell-1", 3)
+    parts = CardParts(reclaim_of(Reclaimed(0, 3 * GIB, held, 2)), request, can_free_memory=True)
+    card = with_parts(base, parts)
+    assert (card.retry.verdict.state == "fixed") is (fits_below > 1)
+    assert ("may fail again" in card.words.reclaim) is warned
+    assert "more than before the cell" in card.words.reclaim
