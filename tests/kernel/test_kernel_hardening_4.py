@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,7 +11,7 @@ import pytest
 
 from ipy_gpuguard.protocol import CARD_MIME
 
-from .client import evaluate, execute, kernel, keras_kernel
+from .client import evaluate, execute, kernel
 
 pytestmark = pytest.mark.kernel
 
@@ -93,16 +92,6 @@ def test_a_stop_in_the_freeing_of_an_attempt_is_held_then_honoured(tmp_path):
         assert run.reply["content"]["ename"] == "KeyboardInterrupt"
         assert evaluate(client, "ran") == "[256, 128]"  # no attempt after the Stop
         assert evaluate(client, "gc.callbacks.remove(stop_in_the_freeing) or 1") == "1"
-
-
-def cards_of(run) -> list[dict[str, Any]]:
-    """The cards a run showed, then updated, in order."""
-    return [
-        msg["content"]["data"][CARD_MIME]
-        for msg in run.iopub
-        if msg["msg_type"] in ("display_data", "update_display_data")
-        and CARD_MIME in msg["content"]["data"]
-    ]
 
 
 def stderr_of(run) -> str:
