@@ -196,7 +196,21 @@ def _verdict_lines(
             else "as it was before the cell"
         )
         return (f"Stopped at your interrupt: no further attempt runs, and the model is {kept}.",)
-    return (f"Next: %gpuguard retry tries batch size {verdict.batch_size}.",)
+    return (_next_line(verdict, state),)
+
+
+def _next_line(verdict: RetryVerdict, state: RetryState) -> str:
+    """The next size: a run of a size that already fitted trains the model at it; while the
+    attempts run, the guard's own next step, else what the person can do next."""
+    size = verdict.batch_size
+    fitted = any(a.batch_size == size and a.result == "fits" for a in state.attempts)
+    if fitted:
+        step = f"Next: a run at batch size {size}, which fitted, trains the model at it"
+    else:
+        step = f"Next: batch size {size}"
+    if state.running:
+        return step + "."
+    return step + " (Retry on this card, or %gpuguard retry)."
 
 
 def _fixed_lines(verdict: RetryVerdict, state: RetryState) -> tuple[str, ...]:

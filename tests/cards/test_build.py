@@ -113,3 +113,31 @@ def test_memory_still_held_is_a_warning_only_when_it_can_make_a_retry_fail(
     assert (card.retry.verdict.state == "fixed") is (fits_below > 1)
     assert ("may fail again" in card.words.reclaim) is warned
     assert "more than before the cell" in card.words.reclaim
+
+
+@pytest.mark.parametrize("running", [True, False])
+def test_the_next_size_names_no_terminal_command_during_a_search_nor_a_fitting_size_as_a_try(
+    running,
+):
+    """Issue 35 item 16: "Next: %gpuguard retry tries batch size 128" in Lab during a search,
+    naming a terminal command and a size that already fitted."""
+    from dataclasses import replace
+
+    from ipy_gpuguard.cards.words import verdict_lines
+    from ipy_gpuguard.protocol import AttemptRecord, RetryVerdict
+
+    diagnosis = diagnose("ResourceExhaustedError: OOM when allocating tensor", Context())
+    _, card = card_for("ResourceExhaustedError: OOM", request_for(diagnosis, fits_below=100))
+    measured = (
+        AttemptRecord(256, "out_of_memory", None, "OOM", probe=True),
+        AttemptRecord(128, "fits", 2**30, None, probe=True),
+    )
+    state = replace(
+        card.retry,
+        attempts=measured,
+        verdict=RetryVerdict("next", 128, None, True, False),
+        running=running,
+    )
+    (line,) = verdict_lines(state, None)
+    assert line.startswith("Next: a run at batch size 128, which fitted, trains the model at it")
+    assert ("%gpuguard retry" in line) is not running
