@@ -73,7 +73,7 @@ def test_card_text_golden():
         "  allocation that failed  512 MiB\n"
         "  op                      <script>alert(1)</script>\n"
         "  · GPU 0 (T4): peak 15.0 GiB of 16.0 GiB (94%) before the failure.\n"
-        "Freed 600 B; the allocator still holds 200 B more than before the cell (variables of the notebook, or memory the framework keeps): a retry in this kernel may fail again, a kernel restart frees it all.\n"
+        "Freed 600 B; the allocator holds 200 B more than before the cell (variables the cell made, like an optimizer's on a model's first fit, or memory the framework keeps).\n"
         "What to do:\n"
         "  1. Use a smaller batch size: Memory grows with the batch.\n"
         "     - Halve it.\n"
