@@ -175,9 +175,11 @@ def with_parts(card: Card, parts: CardParts) -> Card:
     """``card`` with its changing part as ``parts`` say."""
     request = parts.request
     actions = retry_actions(request, parts.running) if request is not None else ()
-    if parts.can_free_memory and any(r.action == FREE_MEMORY for r in card.remedies):
+    freeing = next((r for r in card.remedies if r.action == FREE_MEMORY), None)
+    if parts.can_free_memory and freeing is not None:
         reason = "an action is running" if parts.running else ""
-        actions += (ActionOffer(FREE_MEMORY, "Free GPU memory", None, not parts.running, reason),)
+        # The remedy's title says whose memory: "Free GPU memory", "Free CPU memory".
+        actions += (ActionOffer(FREE_MEMORY, freeing.title, None, not parts.running, reason),)
     retry = retry_state(request, parts.running) if request is not None else None
     changed = replace(
         card,

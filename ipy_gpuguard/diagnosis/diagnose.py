@@ -25,6 +25,8 @@ from .xid import xid_facts
 
 #: Words of an error that put it on a GPU although it names no device.
 _GPU_WORDS = re.compile(r"CUDA|GPU|ROCm|HIP|MPS|Metal|cuDNN|cuBLAS|NCCL", re.IGNORECASE)
+#: The host's allocators, named by their own errors (PyTorch's ``DefaultCPUAllocator``).
+_CPU_ALLOCATORS = re.compile(r"CPUAllocator|alloc_cpu")
 
 
 def diagnose(error: BaseException | str, context: Context | None = None) -> Diagnosis:
@@ -168,7 +170,7 @@ def _settings_evidence(rule: Rule, context: Context) -> list[str]:
 def _remedies(
     rule: Rule, facts: dict[str, FactValue], context: Context, on_cpu: bool
 ) -> tuple[Remedy, ...]:
-    fields = {**facts, **_template_fields(facts, context)}
+    fields = {**facts, **_template_fields(facts, context), "memory_of": "CPU" if on_cpu else "GPU"}
     order = [remedy for remedy in rule.remedies if not (on_cpu and remedy in GPU_ONLY_REMEDIES)]
     if "other_processes" in fields and "stale_process" in order:
         order.remove("stale_process")
@@ -197,6 +199,8 @@ def _on_cpu(facts: Mapping[str, FactValue], context: Context, matched: str) -> b
     device = facts.get("device")
     if isinstance(device, str):
         return device.startswith("CPU")
+    if _CPU_ALLOCATORS.search(matched):
+        return True
     if _GPU_WORDS.search(matched):
         return False
     return bool(context.devices) and all(memory.simulated for memory in context.devices)

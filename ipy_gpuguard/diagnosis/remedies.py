@@ -30,7 +30,7 @@ STEP_TIMEOUT_REMEDIES = ("smaller_work", "tcc_mode", "tdr_registry")
 _CATALOG = (
     Remedy(
         "free_memory",
-        "Free the memory the failure pinned",
+        "Free {memory_of} memory",
         "A failed cell's traceback keeps its tensors alive; clearing its frames, IPython's "
         "last-error references and the Keras session gives that memory back to the allocator.",
         steps=("Delete large objects you no longer need (del model, del x_train), then run this.",),
@@ -551,7 +551,12 @@ def resolved(
             if gpu_initialised
             else "Takes effect only in a fresh kernel, before TensorFlow initialises the GPU."
         )
-    return replace(remedy, steps=tuple(fill(step, fields) for step in remedy.steps), note=note)
+    return replace(
+        remedy,
+        title=fill(remedy.title, fields),
+        steps=tuple(fill(step, fields) for step in remedy.steps),
+        note=note,
+    )
 
 
 #: Remedies whose steps install ``tensorflow[and-cuda]``, an extra TensorFlow has from 2.14 on,

@@ -141,3 +141,25 @@ def test_the_next_size_names_no_terminal_command_during_a_search_nor_a_fitting_s
     (line,) = verdict_lines(state, None)
     assert line.startswith("Next: a run at batch size 128, which fitted, trains the model at it")
     assert ("%gpuguard retry" in line) is not running
+
+
+@pytest.mark.parametrize(
+    ("error", "label"),
+    [
+        (
+            "RuntimeError: [enforce fail at alloc_cpu.cpp:114] DefaultCPUAllocator: can't allocate memory: you tried to allocate 8589934592 bytes.",
+            "Free CPU memory",
+        ),
+        (
+            "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.90 GiB total capacity)",
+            "Free GPU memory",
+        ),
+    ],
+    ids=["cpu", "gpu"],
+)
+def test_the_free_memory_button_names_the_memory_that_ran_out(error, label):
+    """Issue 35 item 16: "Free GPU memory" on an "Out of CPU memory" card."""
+    _, card = card_for(error)
+    (button,) = [offer for offer in card.actions if offer.action == "free_memory"]
+    assert button.label == label
+    assert label.split()[1] in card.title

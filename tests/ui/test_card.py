@@ -24,7 +24,7 @@ from ipy_gpuguard.ui.card_render import card_html, card_text
 
 FREE = Remedy(
     "free_memory",
-    "Free the memory",
+    "Free GPU memory",
     "Tracebacks pin tensors.",
     ("Delete big objects.",),
     action="free_memory",
@@ -77,7 +77,7 @@ def test_card_text_golden():
         "What to do:\n"
         "  1. Use a smaller batch size: Memory grows with the batch.\n"
         "     - Halve it.\n"
-        "  2. Free the memory: Tracebacks pin tensors.\n"
+        "  2. Free GPU memory: Tracebacks pin tensors.\n"
         "     - Delete big objects.\n"
         "  3. Memory growth: Take what is used.\n"
         "     (Needs a kernel restart.)\n"
