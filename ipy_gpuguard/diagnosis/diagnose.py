@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from ..telemetry.units import format_bytes
-from ..watchdog.judgement import BUSY, IDLE
+from ..watchdog.judgement import BUSY, IDLE, HangEvidence
 from .builds import build_fields
 from .context import Context, DeviceMemory
 from .evidence import memory_evidence
@@ -178,14 +178,18 @@ def _remedies(
     if rule.kind is Kind.OUT_OF_MEMORY and context.xla and "xla_off" not in order:
         order.append("xla_off")
     if rule.kind is Kind.HANG:
-        order = _follow_the_stall(order, context.hang.gpu_state if context.hang else None)
+        order = _follow_the_stall(order, context.hang)
     return tuple(resolved(remedy_id, fields, context.gpu_initialised) for remedy_id in order)
 
 
-def _follow_the_stall(order: list[str], state: str | None) -> list[str]:
-    """An idle GPU waited for input: the timeout's advice does not apply; a busy one ran one
-    long kernel: the input pipeline is not the cause."""
-    if state == IDLE:
+def _follow_the_stall(order: list[str], hang: HangEvidence | None) -> list[str]:
+    """An idle GPU, or the person's code stuck on a thread the framework runs it on (tf.data's,
+    for a generator), waited for input: the timeout's advice does not apply; a busy GPU ran
+    one long kernel: the input pipeline is not the cause."""
+    state = hang.gpu_state if hang is not None else None
+    stall = hang.stall if hang is not None else None
+    in_the_input = stall is not None and stall.where.worker is not None
+    if state == IDLE or in_the_input:
         return [remedy for remedy in order if remedy not in STEP_TIMEOUT_REMEDIES]
     if state == BUSY:
         return [remedy for remedy in order if remedy != "check_input_pipeline"]

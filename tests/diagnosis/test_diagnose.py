@@ -410,3 +410,19 @@ def test_a_data_error_of_pytorch_jax_or_keras_3_is_a_data_card_with_what_it_name
     found = diagnose(text, Context())
     assert (found.rule_id, found.kind, found.is_gpu_failure) == (rule_id, Kind.DATA, False)
     assert {name: found.facts[name] for name in facts} == facts
+
+
+def test_a_stall_in_the_persons_generator_is_not_advised_shorter_gpu_work():
+    """Issue 35 item 16: a data-pipeline stall (the generator stuck on tf.data's thread) was
+    advised to "give the GPU shorter pieces of work", on a GPU whose utilisation is unknown."""
+    from ipy_gpuguard.watchdog.monitor import Stall
+    from ipy_gpuguard.watchdog.stacks import StackReport, ThreadStack
+
+    main = ThreadStack("MainThread", 1, True, ())
+    generator = ThreadStack("tf_data_private_threadpool", 2, False, (), run_by_library=True)
+    stall = Stall(0.0, 12.0, 10.0, 5, "fit", (0.1,), 0.1, StackReport((main, generator)))
+    hang = HangEvidence((0.1,), stall, 12.0, gpus=(GpuDuringStall(0, 40.0, simulated=True),))
+    diagnosis = diagnose("KeyboardInterrupt", Context(watchdog_interrupted=True, hang=hang))
+    ids = [remedy.id for remedy in diagnosis.remedies]
+    assert "check_input_pipeline" in ids
+    assert "smaller_work" not in ids
