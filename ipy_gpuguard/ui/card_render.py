@@ -39,7 +39,9 @@ def card_text(card: Card) -> str:
     lines = [f"ipy_gpuguard · {card.title} [{card.rule_id}]", card.summary]
     width = max((len(fact.label) for fact in card.facts), default=0)
     lines += [f"  {fact.label:<{width}}  {fact.text}" for fact in card.facts]
-    lines += [f"  · {line}" for line in card.evidence]
+    for item in evidence_items(card.evidence):
+        lines.append(f"  · {item[0]}")
+        lines += [f"    {line}" for line in item[1:]]
     if card.words.reclaim:
         lines.append(card.words.reclaim)
     lines += list(card.notes)
@@ -58,15 +60,29 @@ def card_text(card: Card) -> str:
     return "\n".join(lines)
 
 
-def card_header_html(card: Card) -> str:
-    """Title, sentence, facts, evidence and chart: the part of the card that is not buttons."""
+def evidence_items(evidence: tuple[str, ...]) -> list[list[str]]:
+    """The evidence as items: an indented line (a frame of a thread's stack) belongs to the
+    item above it, so that a stack is one item, not one per line."""
+    items: list[list[str]] = []
+    for line in evidence:
+        if line.startswith(" ") and items:
+            items[-1].append(line)
+        else:
+            items.append([line])
+    return items
+
+
+def card_header_html(card: Card, below: str = "") -> str:
+    """Title, sentence, facts, evidence and chart, then ``below``, inside the card's coloured
+    border: the part of the card that is not buttons."""
     colour = _KIND_COLOURS.get(card.kind, _KIND_COLOURS["unknown"])
     rows = "".join(
         f'<tr><td style="color:#666;padding-right:1em">{escape(fact.label)}</td>'
         f"<td><code>{escape(fact.text)}</code></td></tr>"
         for fact in card.facts
     )
-    evidence = "".join(f"<li>{escape(line)}</li>" for line in card.evidence)
+    items = ("\n".join(item) for item in evidence_items(card.evidence))
+    evidence = "".join(f"<li>{escape(item)}</li>" for item in items)
     notes = "".join(f"<div>{escape(note)}</div>" for note in card.notes)
     chart = "".join(render.memory_chart_svg(series) for series in card.chart)
     return (
@@ -76,7 +92,7 @@ def card_header_html(card: Card) -> str:
         f"<div>{escape(card.summary)}</div>"
         f"{f'<table>{rows}</table>' if rows else ''}"
         f"{_EVIDENCE.format(evidence) if evidence else ''}"
-        f"{chart}{notes}</div>"
+        f"{chart}{notes}{below}</div>"
     )
 
 
@@ -89,8 +105,8 @@ def card_html(card: Card) -> str:
     """The whole card as static HTML."""
     remedies = remedies_html(card.remedies)
     retry = retry_render.retry_html(card) if card.retry is not None else ""
+    what_to_do = f"<div><b>What to do</b></div>{remedies}" if remedies else ""
     return (
         '<div class="ipy-gpuguard-card" style="font-size:13px">'
-        f"{card_header_html(card)}{status_html(card)}{retry}"
-        f"{f'<div><b>What to do</b></div>{remedies}' if remedies else ''}</div>"
+        f"{card_header_html(card, status_html(card) + retry + what_to_do)}</div>"
     )

@@ -253,3 +253,66 @@ def widget_module_instances():
     import ipywidgets.widgets.widget as widget_module
 
     return widget_module._instances
+
+
+def test_the_html_cards_retry_and_verdict_are_inside_its_border_and_a_stack_is_one_item():
+    """Issue 35 item 16: the HTML card's retry and verdict showed outside its coloured border,
+    and the hang card's stack as one bullet per line."""
+    from html.parser import HTMLParser
+
+    from tests.cards.test_build import card_for, request_for
+
+    diagnosis, _ = card_for("ResourceExhaustedError: OOM when allocating tensor")
+    request = request_for(diagnosis, fits_below=100)
+    request.retry.auto(12, find_max=False, report=lambda attempt: None)
+    _, card = card_for("ResourceExhaustedError: OOM when allocating tensor", request)
+    stack = (
+        "No progress for 12 s (limit 10 s).",
+        "main thread:",
+        "  <cell 4>, line 3, in <module>",
+        "  -> inside keras",
+        "  waits in threading.py, line 331, in wait",
+    )
+    card = replace(card, evidence=stack)
+
+    class Bordered(HTMLParser):
+        """The text inside the div with the coloured border, and the evidence's items."""
+
+        def __init__(self):
+            super().__init__()
+            self.depth, self.border_at, self.inside, self.items = 0, None, [], []
+            self.in_item = False
+
+        def handle_starttag(self, tag, attrs):
+            self.depth += tag == "div"
+            if tag == "div" and "border-left" in dict(attrs).get("style", ""):
+                self.border_at = self.depth
+            if tag == "li":
+                self.items.append("")
+                self.in_item = True
+
+        def handle_endtag(self, tag):
+            self.in_item = self.in_item and tag != "li"
+            if tag == "div":
+                if self.depth == self.border_at:
+                    self.border_at = None
+                self.depth -= 1
+
+        def handle_data(self, data):
+            if self.border_at is not None:
+                self.inside.append(data)
+            if self.in_item:
+                self.items[-1] += data
+
+    parsed = Bordered()
+    parsed.feed(card_html(card))
+    inside = "".join(parsed.inside)
+    verdict = card.words.verdict[0]
+    assert verdict.startswith("Fixed: batch size")
+    assert verdict in inside
+    assert "What to do" in inside
+    stack_items = [item for item in parsed.items if item.startswith("main thread:")]
+    assert stack_items == ["\n".join(stack[1:])]
+    text = card_text(card)
+    assert "  · main thread:\n      <cell 4>, line 3, in <module>\n" in text
+    assert text.count("  · ") == 2 + text.count("  · ", text.index("What to do"))
