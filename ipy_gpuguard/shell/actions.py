@@ -45,6 +45,8 @@ class LiveCard:
     parts: CardParts
     display: CardDisplay
     free_memory: Callable[[], Reclaimed] | None = None
+    #: Its failure is an incident of the log, which a later fix from the card updates.
+    in_the_log: bool = False
 
     @property
     def card(self) -> Card:

@@ -28,7 +28,8 @@ _TAIL_BYTES = 256 * 1024
 @dataclass(frozen=True)
 class Incident:
     """One failure of a guarded cell, as written to the log: ``version`` is the protocol's
-    schema version, ``pid`` the kernel's process, ``cell_id`` the frontend's id of the cell."""
+    schema version, ``pid`` the kernel's process, ``cell_id`` the frontend's id of the cell,
+    ``card`` the id of the card it got (what a later outcome names)."""
 
     time: str
     rule_id: str
@@ -41,6 +42,7 @@ class Incident:
     environment: Mapping[str, str] = field(default_factory=dict)
     cell: str | None = None
     cell_id: str | None = None
+    card: str | None = None
     pid: int = field(default_factory=os.getpid)
     version: int = SCHEMA_VERSION
 
@@ -53,9 +55,10 @@ class Incident:
         environment: Mapping[str, str],
         cell: str | None = None,
         cell_id: str | None = None,
+        card: str | None = None,
     ) -> Incident:
         return cls(
-            time=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            time=_now(),
             rule_id=diagnosis.rule_id,
             kind=diagnosis.kind.value,
             title=diagnosis.title,
@@ -66,7 +69,19 @@ class Incident:
             environment=dict(environment),
             cell=cell,
             cell_id=cell_id,
+            card=card,
         )
+
+
+@dataclass(frozen=True)
+class LaterOutcome:
+    """What became of an incident after it was written (a retry from its card fixed the
+    cell): a line of its own, since the log is only appended to; ``updates`` is the card."""
+
+    updates: str
+    outcome: str
+    time: str = field(default_factory=lambda: _now())
+    version: int = SCHEMA_VERSION
 
 
 class IncidentLog:
@@ -76,7 +91,7 @@ class IncidentLog:
         self.path = path
         self._lock = threading.Lock()
 
-    def append(self, incident: Incident) -> bool:
+    def append(self, incident: Incident | LaterOutcome) -> bool:
         """Append ``incident``; ``False`` (and one warning line) when the log cannot be written.
 
         The log is a regular file of its owner's alone, like the batch memory: it holds facts
@@ -89,9 +104,8 @@ class IncidentLog:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 handle = open_regular(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
                 try:
-                    if incident.cell is not None and not self._private(handle):
-                        incident = replace(incident, cell=None)
-                    line = json.dumps(asdict(incident), ensure_ascii=False, sort_keys=True)
+                    record = self._as_written(incident, handle)
+                    line = json.dumps(asdict(record), ensure_ascii=False, sort_keys=True)
                     # After a line cut short (a full disk, a crash), this one starts its own.
                     start = b"" if _ends_a_line(handle) else b"\n"
                     _write_all(handle, start + line.encode("utf-8") + b"\n")
@@ -104,6 +118,12 @@ class IncidentLog:
             )
             return False
         return True
+
+    def _as_written(self, record: Incident | LaterOutcome, handle: int) -> Incident | LaterOutcome:
+        """``record`` without the cell's source where the log cannot be made private."""
+        if isinstance(record, Incident) and record.cell is not None and not self._private(handle):
+            return replace(record, cell=None)
+        return record
 
     def _private(self, handle: int) -> bool:
         """Whether the open log is its owner's alone, after making it so where others could
@@ -137,15 +157,31 @@ class IncidentLog:
             log.seek(0, os.SEEK_END)
             log.seek(max(log.tell() - _TAIL_BYTES, 0))
             tail = log.read().decode("utf-8", "replace")
-        incidents = []
+        incidents: list[dict[str, Any]] = []
         for line in tail.splitlines():
             try:
                 record = json.loads(line)
             except (ValueError, RecursionError):
                 continue  # a partial first line of the tail, a line cut by a crash, or a bomb
-            if isinstance(record, dict):
+            if not isinstance(record, dict):
+                continue
+            if "updates" in record:
+                _apply_later_outcome(incidents, record)
+            else:
                 incidents.append(record)
         return incidents[-count:] if count > 0 else []
+
+
+def _apply_later_outcome(incidents: list[dict[str, Any]], later: dict[str, Any]) -> None:
+    """The latest incident of the card ``later`` names takes its outcome."""
+    for incident in reversed(incidents):
+        if incident.get("card") is not None and incident.get("card") == later.get("updates"):
+            incident["outcome"] = later.get("outcome", incident.get("outcome"))
+            return
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def _ends_a_line(handle: int) -> bool:

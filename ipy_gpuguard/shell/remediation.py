@@ -101,14 +101,15 @@ def remediate(
         )
     fixed_at = fixed_size(retry)
     if policy.incident_log is not None:
-        policy.incident_log.append(
+        live.in_the_log = policy.incident_log.append(
             Incident.of(
                 diagnosis,
                 failure.options,
-                _outcome(reclaimed is not None, fixed_at),
+                incident_outcome(reclaimed is not None, fixed_at),
                 context.environment,  # already cut to the allow-list
                 failure.cell if policy.log_cell_source else None,
                 failure.cell_id,
+                live.base.id,
             )
         )
     return Remediated(diagnosis, how)
@@ -158,7 +159,8 @@ def _context(run: FailedRun, previous_kind: Kind | None) -> Context:
     )
 
 
-def _outcome(freed: bool, fixed_at: int | None) -> str:
+def incident_outcome(freed: bool, fixed_at: int | None) -> str:
+    """How an incident ended, as ``%gpuguard history`` lists it."""
     if fixed_at is not None:
         return f"fixed by retry at batch size {fixed_at}"
     return "freed memory" if freed else "card shown"

@@ -51,13 +51,20 @@ from .actions import AroundRun, CardActions, LiveCard
 from .card_display import CardDisplay, DataDisplay, TextDisplay, WidgetDisplay
 from .config import GPUGuard
 from .guarded_run import GuardedRun
-from .incidents import IncidentLog
+from .incidents import IncidentLog, LaterOutcome
 from .interrupts import Interrupted, held_interrupt, noted_interrupts
 from .kernel_state import KernelStateFile
 from .live_hang import LiveHangCards
 from .native_log import PipeDrain
 from .options import GuardOptions, check_timeout
-from .remediation import Failure, Policy, Remediated, attempt_failed, remediate
+from .remediation import (
+    Failure,
+    Policy,
+    Remediated,
+    attempt_failed,
+    incident_outcome,
+    remediate,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -509,8 +516,12 @@ class GuardSession:
             result = self.cards.act(action, around)
         card = result.card
         verdict = card.retry.verdict if card is not None and card.retry is not None else None
-        if card is not None and fixes(verdict) and result.ok:
+        if card is not None and verdict is not None and fixes(verdict) and result.ok:
             self.ended("fixed", card.rule_id)
+            live, log = self.cards.get(card.id), self.incident_log
+            if live is not None and live.in_the_log and log is not None:
+                outcome = incident_outcome(card.reclaimed is not None, verdict.batch_size)
+                log.append(LaterOutcome(card.id, outcome))
         return result
 
     def _display(self, card: Card) -> CardDisplay:

@@ -243,3 +243,17 @@ def test_a_cell_with_top_level_await_is_retried(tmp_path):
         assert "already running" not in stderr_of(retried) + retried.stdout()
         # The kernel's own loop is back: a later cell with top-level await runs on it.
         assert execute(client, "await asyncio.sleep(0)\nloop_ok = 1").status == "ok"
+
+
+def test_history_lists_an_incident_a_retry_from_its_card_fixed_as_fixed(tmp_path):
+    """Item 16: ``%gpuguard history`` listed an out-of-memory error as "freed memory" after a
+    retry from its card fixed it."""
+    with loaded_kernel(tmp_path) as client:
+        assert execute(client, "ran = []").status == "ok"
+        failed = execute(client, WHOLE_RUN_OOM.replace(" --auto-retry", ""))
+        assert failed.status == "error"
+        assert execute(client, "%gpuguard retry 32").status == "ok"
+        history = execute(client, "%gpuguard history")
+        (shown,) = [msg["content"]["data"]["text/plain"] for msg in history.of_type("display_data")]
+        assert "fixed by retry at batch size 32" in shown, shown
+        assert "freed memory" not in shown
