@@ -183,6 +183,7 @@ def with_parts(card: Card, parts: CardParts) -> Card:
     retry = retry_state(request, parts.running) if request is not None else None
     changed = replace(
         card,
+        facts=_following_the_attempts(card.facts, retry),
         reclaimed=parts.reclaimed,
         retry=retry,
         remedies=_following_the_retry(card.remedies, retry) if retry is not None else card.remedies,
@@ -190,6 +191,14 @@ def with_parts(card: Card, parts: CardParts) -> Card:
         actions=actions,
     )
     return replace(changed, words=words_of(changed))
+
+
+def _following_the_attempts(facts: tuple[Fact, ...], retry: RetryState | None) -> tuple[Fact, ...]:
+    """Once a size has fitted, the estimate of what would fit is superseded: it is left out
+    rather than shown beside the size that fitted ("under 1%" beside a fit at 12.5%)."""
+    if retry is None or not any(attempt.result == "fits" for attempt in retry.attempts):
+        return facts
+    return tuple(fact for fact in facts if fact.name != "fit_fraction")
 
 
 def _following_the_retry(

@@ -163,3 +163,30 @@ def test_the_free_memory_button_names_the_memory_that_ran_out(error, label):
     (button,) = [offer for offer in card.actions if offer.action == "free_memory"]
     assert button.label == label
     assert label.split()[1] in card.title
+
+
+def test_the_estimate_of_what_fits_leaves_the_card_once_a_size_fitted():
+    """Issue 35 item 16: "batch that would fit (estimate): under 1%" beside a fit at 12.5%."""
+    oom = (
+        "ResourceExhaustedError: OOM when allocating tensor with shape[256,1048576,1048576] and "
+        "type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc"
+    )
+    from ipy_gpuguard.diagnosis.context import DeviceMemory
+
+    diagnosis = diagnose(oom, Context(devices=(DeviceMemory(0, "GPU 0", 8 * GIB),)))
+    assert "fit_fraction" in diagnosis.facts
+    request = request_for(diagnosis, fits_below=100)
+    base = base_card(diagnosis, "c1", (), (), "cell-1", 3)
+    before = with_parts(base, CardParts(None, request, can_free_memory=True))
+    assert "fit_fraction" in [fact.name for fact in before.facts]
+    request.retry.auto(12, find_max=False, report=lambda attempt: None)
+    after = with_parts(base, CardParts(None, request, can_free_memory=True))
+    assert after.retry.verdict.state == "fixed"
+    assert "fit_fraction" not in [fact.name for fact in after.facts]
+    assert "(estimate)" not in card_text_of(after)
+
+
+def card_text_of(card):
+    from ipy_gpuguard.ui.card_render import card_text
+
+    return card_text(card)
