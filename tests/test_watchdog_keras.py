@@ -155,3 +155,43 @@ def test_a_fit_right_after_the_cells_own_import_of_keras_reports_steps(shell, mo
     assert result.success
     assert last_run(shell).steps.snapshot().steps == 4
     assert not any("AttachWhenImported" in type(finder).__name__ for finder in sys.meta_path)
+
+
+def test_a_stall_in_a_terminal_is_one_line_when_it_is_found(keras_shell, capsys):
+    """Issue 35 item 15: a ``fit`` waiting on a stuck generator sat ten minutes in a terminal
+    with nothing printed. The line says where it waits and what to do, once per stall."""
+    import sys
+    import time
+
+    said = []
+
+    class Stamped:
+        """stderr, with the time each line came."""
+
+        def write(self, text):
+            said.append((time.monotonic(), text))
+            return len(text)
+
+        def flush(self):
+            pass
+
+    began = time.monotonic()
+    stderr, sys.stderr = sys.stderr, Stamped()
+    try:
+        result = keras_shell.run_cell(
+            "%%gpuguard --timeout 2 --interval 0.5\n"
+            "model.fit(batches(block_after=3, block_s=5), steps_per_epoch=6, epochs=1, verbose=0)"
+        )
+    finally:
+        sys.stderr = stderr
+    ended = time.monotonic()
+    assert result.success
+    lines = [(at, text) for at, text in said if text.startswith("ipy_gpuguard: No progress")]
+    assert len(lines) == 1, said
+    at, line = lines[0]
+    assert at - began < ended - began - 1  # said while the cell still waited
+    assert "after step 3 of fit" in line
+    assert "running your code, waits at" in line
+    assert "in batches: time.sleep(0.05)" in line
+    assert "--on-hang interrupt" in line
+    assert "\n" not in line.rstrip("\n")

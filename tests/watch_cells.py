@@ -9,11 +9,12 @@ import time
 import numpy as np
 import keras
 
-def batches(step_s=0.0, block_after=None):
+def batches(step_s=0.0, block_after=None, block_s=None):
     i = 0
     while True:
         if i == block_after:
-            while True:
+            blocked = time.monotonic()
+            while block_s is None or time.monotonic() - blocked < block_s:
                 time.sleep(0.05)
         time.sleep(step_s)
         i += 1

@@ -131,6 +131,32 @@ def action_lines(watch: WatchView) -> list[str]:
     ]
 
 
+def terminal_stall_line(watch: WatchView) -> str:
+    """A stall in a terminal, said once when it is found: how long, where it waits (the thread
+    running the person's code for a library, else the main thread), and what to do."""
+    stall = watch.stall
+    assert stall is not None
+    worker = stall.where.worker
+    waiting = worker or next((thread for thread in stall.where.threads if thread.is_main), None)
+    where = ""
+    if waiting is not None and waiting.user_frames:
+        who = "the main thread" if waiting.is_main else f"{waiting.name}, running your code,"
+        where = f"; {who} waits at {waiting.user_frames[-1]}"
+        if waiting.calls_into:
+            where += f" (inside {waiting.calls_into})"
+    if worker is not None:
+        todo = (
+            "Ctrl-C may not land while the main thread waits inside the framework for that "
+            "thread: %%gpuguard --on-hang interrupt raises in it; else quit and restart"
+        )
+    else:
+        todo = "Ctrl-C stops it; if it does not land, quit and restart (Ctrl-\\ ends Python)"
+    position = _position_text(stall).rstrip(".")
+    return (
+        f"ipy_gpuguard: {stall_title(watch)}; {position[0].lower()}{position[1:]}{where}. {todo}."
+    )
+
+
 def hang_lines(evidence: HangEvidence) -> tuple[str, ...]:
     """A hang's evidence in words: the last step times before the failure, and the stall."""
     lines = []

@@ -55,8 +55,13 @@ class GuardedRun:
         The kernel's state file, which each sample updates (at most once a second).
     pipe_drain
         Keeps copying the native log's pipe for child processes that outlive the cell.
+    on_stall
+        Hears each change of a stall while the cell runs, and once it ended (its card, or its
+        line in a terminal).
     fit_watch
         Notes the cell's Keras ``fit`` calls for a search (never ends them).
+    stall_as_card
+        The frontend shows a stall as a card: the panel leaves out where it waits.
     """
 
     def __init__(
@@ -72,9 +77,11 @@ class GuardedRun:
         pipe_drain: PipeDrain | None = None,
         on_stall: Callable[[PanelView], None] | None = None,
         fit_watch: FitWatcher | None = None,
+        stall_as_card: bool = False,
     ) -> None:
         self._backend = backend
         self._on_stall = on_stall
+        self._stall_as_card = stall_as_card
         self._state_file = state_file
         self._options = options
         self._notes = notes
@@ -184,7 +191,7 @@ class GuardedRun:
             finished=finished,
             notes=tuple(notes),
             watch=self._watch_view(),
-            stall_as_card=self._on_stall is not None,
+            stall_as_card=self._stall_as_card,
         )
 
     def _watch_view(self) -> WatchView:

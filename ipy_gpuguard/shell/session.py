@@ -65,6 +65,7 @@ from .remediation import (
     incident_outcome,
     remediate,
 )
+from .terminal_stall import TerminalStallLines
 
 
 @dataclasses.dataclass(frozen=True)
@@ -263,17 +264,28 @@ class GuardSession:
             self._name_cell,
             self.state_file,
             self._pipe_drain,
-            # The lab extension's Interrupt works while the cell runs: show a stall as a card.
-            LiveHangCards(cell_id, execution_count).changed
-            if self.frontend_renders_cards and not self.recording_attempt
-            else None,
+            self._stall_shown(cell_id, execution_count),
             watch,
+            self.frontend_renders_cards and not self.recording_attempt,
         )
         if self.state_file is not None and not self.recording_attempt:
             first = next((line.strip() for line in cell.splitlines()[1:] if line.strip()), "")
             self.state_file.cell_started(RunningCell(cell_id, execution_count, first))
         run.start()
         self._active = (key, run, options, cell, cell_id, watch)
+
+    def _stall_shown(
+        self, cell_id: str | None, execution_count: int | None
+    ) -> Callable[[PanelView], None] | None:
+        """Where a stall is shown while the cell runs: as a card where the frontend renders
+        cards (the lab extension's Interrupt works then), as a line in a terminal."""
+        if self.recording_attempt:
+            return None
+        if self.frontend_renders_cards:
+            return LiveHangCards(cell_id, execution_count).changed
+        if not self.live:
+            return TerminalStallLines().changed
+        return None
 
     def _cell_watch(self, options: GuardOptions) -> FitWatch | None:
         """What notes a cell's ``fit`` calls, for a retry or a search; when one may follow by

@@ -1,0 +1,29 @@
+"""The watchdog's stall in a terminal: one line on stderr when it is found.
+
+A terminal has no live panel nor card while the cell runs; without this line a ``fit`` waiting
+on a stuck generator sat ten minutes with nothing printed. Each stall is said once, from the
+watchdog's thread, when it is found; the card after the cell says the rest.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..cards.stall import terminal_stall_line
+from ..record import PanelView
+
+
+class TerminalStallLines:
+    """The stall lines of one guarded cell."""
+
+    def __init__(self) -> None:
+        self._said: float | None = None  # when the stall said last began
+
+    def changed(self, view: PanelView) -> None:
+        """From the watchdog's thread: say a stall that was just found."""
+        watch = view.watch
+        stall = watch.stall if watch is not None else None
+        if watch is None or stall is None or stall.started_at == self._said:
+            return
+        self._said = stall.started_at
+        print(terminal_stall_line(watch), file=sys.stderr, flush=True)
