@@ -100,11 +100,46 @@ def where_lines(threads: tuple[ThreadStack, ...]) -> list[str]:
     return lines
 
 
+#: Seconds within which a Stop lands where it can (at the main thread's next bytecode): one
+#: the stall outlives by this much did not land.
+STOP_LANDS_WITHIN_S = 2.0
+
+
+def stop_not_landed(watch: WatchView) -> float | None:
+    """Seconds since the person's Stop came, when the stall outlived it: it did not land."""
+    sent = watch.stop_sent_at
+    if watch.stall is None or sent is None or watch.now - sent < STOP_LANDS_WITHIN_S:
+        return None
+    return watch.now - sent
+
+
+def _not_landed_lines(watch: WatchView, since_s: float) -> list[str]:
+    stall = watch.stall
+    worker = stall.where.worker if stall is not None else None
+    waits = (
+        "waits inside the framework for the thread that runs your code"
+        if worker is not None
+        else "is inside one native call that Python cannot stop (a long wait in a library)"
+    )
+    lines = [
+        f"The interrupt was sent {duration_text(since_s)} ago and has not landed: the main "
+        f"thread {waits}.",
+        "Restart the kernel (Kernel > Restart); nothing inside the kernel can stop it.",
+    ]
+    if worker is not None and not watch.interrupting:
+        lines.append("Next time, %%gpuguard --on-hang interrupt raises in that thread.")
+    return lines
+
+
 def action_lines(watch: WatchView) -> list[str]:
-    """What the person can do now, or what the watchdog's interrupt has done."""
+    """What the person can do now, what became of their Stop, or what the watchdog's
+    interrupt has done."""
     stall = watch.stall
     worker = stall.where.worker if stall is not None else None
     state = watch.interrupt
+    since = stop_not_landed(watch)
+    if since is not None and (state is None or state.stage == STUCK):
+        return _not_landed_lines(watch, since)
     if state is None and not watch.interrupting:
         lines = ["Press the stop button (Interrupt the kernel) to end the cell."]
         if worker is not None:
@@ -154,6 +189,17 @@ def terminal_stall_line(watch: WatchView) -> str:
     position = _position_text(stall).rstrip(".")
     return (
         f"ipy_gpuguard: {stall_title(watch)}; {position[0].lower()}{position[1:]}{where}. {todo}."
+    )
+
+
+def terminal_not_landed_line(watch: WatchView) -> str:
+    """The person's Ctrl-C in a terminal that did not land, in one line."""
+    since = stop_not_landed(watch)
+    assert since is not None
+    return (
+        f"ipy_gpuguard: Ctrl-C came {duration_text(since)} ago and has not landed: the main "
+        "thread is inside a native call that Python cannot stop. Quit and restart "
+        "(Ctrl-\\ ends Python)."
     )
 
 

@@ -29,6 +29,8 @@ class WatchView:
     interrupt: InterruptState | None = None
     interrupting: bool = False
     step_warning: str | None = None
+    #: When the person's Stop came during the stall going on, which has not landed since.
+    stop_sent_at: float | None = None
 
     def elapsed_at(self, clock_time: float) -> float:
         return clock_time - self.started_at

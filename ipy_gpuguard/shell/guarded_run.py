@@ -26,6 +26,7 @@ from ..watchdog import (
     step_warning,
 )
 from ..watchdog.stacks import CellNamer, main_thread_position
+from ..watchdog.stop_heard import StopHeard
 from .kernel_state import KernelStateFile
 from .native_log import NativeLogTee, PipeDrain
 from .options import GuardOptions
@@ -107,6 +108,7 @@ class GuardedRun:
             options.interval_s,
             listener=self._sampled if self._panel or state_file else None,
         )
+        self._stop_heard = StopHeard()
         self.steps = StepRecorder()
         self.pending_work = PendingWork(frozenset())  # JAX's arrays as the cell starts
         self._keras = KerasHooks(self.steps, watcher=fit_watch)
@@ -119,6 +121,7 @@ class GuardedRun:
             on_change=self._stall_changed,
             on_look=self._keras.attach_new,
             position=lambda: main_thread_position(name_cell),
+            stop_heard=self._stop_heard.heard_at,
         )
 
     def start(self) -> None:
@@ -135,6 +138,7 @@ class GuardedRun:
             self._sampler.start()
             set_active(self.steps)
             self._keras.attach_new()
+            self._stop_heard.listen()
             self.watchdog.start()
         except BaseException:
             self._stop_watching()
@@ -208,6 +212,7 @@ class GuardedRun:
             interrupt=watchdog.interrupt,
             interrupting=self._options.on_hang == "interrupt",
             step_warning=self._step_warning,
+            stop_sent_at=watchdog.stop_sent_at,
         )
 
     def failed_run(self, view: PanelView) -> FailedRun:
@@ -273,6 +278,7 @@ class GuardedRun:
         try:
             self.watchdog.stop()
         finally:
+            self._stop_heard.close()
             self._keras.detach()
             set_active(None)
 

@@ -70,6 +70,8 @@ class Watchdog:
     position
         Where the main thread is; ``None`` when it is outside the cell's code, which is no
         move (an interrupt unwinding into IPython's traceback is not progress).
+    stop_heard
+        When the person's last Stop (SIGINT) came, on this clock, whether or not it landed.
     """
 
     def __init__(
@@ -85,6 +87,7 @@ class Watchdog:
         grace_s: float = 2.0,
         position: Callable[[], object] = main_thread_position,
         waits: Callable[[], int | None] = main_thread_waits,
+        stop_heard: Callable[[], float | None] = lambda: None,
     ) -> None:
         self._recorder = recorder
         self.limits = limits
@@ -97,6 +100,10 @@ class Watchdog:
         self._grace_s = grace_s
         self._position = position
         self._waits = waits
+        self._stop_heard = stop_heard
+        #: When the person's Stop came during the stall going on (it has not landed: the stall
+        #: goes on); ``None`` when none came.
+        self.stop_sent_at: float | None = None
         self._waits_at_move: int | None = None
         self.started_at = clock()
         self._moved_at = self.started_at
@@ -162,6 +169,9 @@ class Watchdog:
             self._waits_at_move = self._waits()
         if self.stall is not None:
             self.stall = replace(self.stall, main_waits=self._waits_since_move())
+            heard = self._stop_heard()
+            if heard is not None and heard >= self.stall.started_at:
+                self.stop_sent_at = heard
             self._advance_interrupt(now)
             self._on_change()  # the time without progress goes on
 
@@ -175,6 +185,7 @@ class Watchdog:
         if self.stall is not None and self.interrupt is None and last > self.stall.started_at:
             self.past_stalls.append(replace(self.stall, resumed_at=last))
             self.stall = None
+            self.stop_sent_at = None
             self._on_change()
         if self.stall is None and now - last >= limit and not self._cell_code_ended():
             self.stall = Stall(

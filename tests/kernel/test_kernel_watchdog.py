@@ -99,3 +99,33 @@ def test_a_cell_that_ended_is_not_a_hang_while_its_traceback_is_shown(client):
     assert not hang_card_updates(run)
     (frozen,) = run.of_type("update_display_data")
     assert "No progress" not in frozen["content"]["data"]["text/plain"]
+
+
+def test_an_interrupt_that_cannot_land_is_said_and_the_restart_offered(client):
+    """Issue 35 item 14: with ``fit`` waiting on a generator stuck on tf.data's thread, the
+    stop button changed nothing visible; 30 s later the card still said "Press the stop
+    button". Here the generator comes back after 9 s, and the interrupt lands then."""
+    msg_id = client.execute(
+        "%%gpuguard --timeout 2 --interval 0.25\n"
+        "model.fit(batches(block_after=3, block_s=9), steps_per_epoch=50, epochs=1, verbose=0)"
+    )
+    time.sleep(4)  # stalled since about 2 s
+    client.manager.interrupt_kernel()
+    run = collect(client, msg_id, timeout=120)
+
+    assert run.reply["content"]["ename"] == "KeyboardInterrupt"  # it landed once it could
+    (error,) = run.of_type("error")
+    said = [
+        msg
+        for msg in hang_card_updates(run)
+        if "has not landed" in msg["content"]["data"]["state"]["value"]
+    ]
+    assert said, "the card never said the interrupt had not landed"
+    text = said[0]["content"]["data"]["state"]["value"]
+    assert "The interrupt was sent" in text
+    assert "waits inside the framework for the thread that runs your code" in text
+    assert "Restart the kernel" in text
+    assert "Press the stop button" not in text
+    assert said[0]["header"]["date"] < error["header"]["date"]
+    assert evaluate(client, GUARD_THREADS) == "[]"
+    assert evaluate(client, "__import__('signal').set_wakeup_fd(-1)") == "-1"  # given back
