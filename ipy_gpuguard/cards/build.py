@@ -55,6 +55,8 @@ class CardParts:
     request: RetryRequest | None = None
     can_free_memory: bool = False
     running: bool = False
+    #: The size the card's Apply wrote into the cell (the frontend says so after writing it).
+    applied: int | None = None
 
 
 def base_card(
@@ -190,7 +192,7 @@ def with_parts(card: Card, parts: CardParts) -> Card:
         batch_edit=batch_edit(request, card.cell_id) if request is not None else None,
         actions=actions,
     )
-    return replace(changed, words=words_of(changed))
+    return replace(changed, words=words_of(changed, parts.applied))
 
 
 def _following_the_attempts(facts: tuple[Fact, ...], retry: RetryState | None) -> tuple[Fact, ...]:
@@ -213,8 +215,9 @@ def _following_the_retry(
     )
 
 
-def words_of(card: Card) -> CardWords:
-    """Every sentence of ``card`` beyond its diagnosis, from its changing part."""
+def words_of(card: Card, applied: int | None = None) -> CardWords:
+    """Every sentence of ``card`` beyond its diagnosis, from its changing part (``applied``:
+    the size its Apply wrote into the cell)."""
     retry, edit = card.retry, card.batch_edit
     if card.reclaimed is None and retry is None:
         return NO_WORDS
@@ -234,7 +237,7 @@ def words_of(card: Card) -> CardWords:
         attempts=tuple(attempt_words(attempt, retry.capacity_bytes) for attempt in retry.attempts)
         if retry is not None
         else (),
-        verdict=verdict_lines(retry, edit) if retry is not None else (),
+        verdict=verdict_lines(retry, edit, applied) if retry is not None else (),
         edit=edit_text(edit, retry) if retry is not None else "",
     )
 

@@ -162,3 +162,8 @@ REQUEST_RUNNING = "this request is being carried out; its result comes when it e
 def request_reused(request: str) -> str:
     """The refusal of an action sent with the id of another one already carried out."""
     return f"request {request!r} was already carried out: a new action needs a new id"
+
+
+def applied_text(size: int) -> str:
+    """What the card says once its Apply wrote ``size`` into the cell."""
+    return f"Batch size {size} is now in the cell."

@@ -166,20 +166,22 @@ def edit_text(edit: BatchEdit | None, state: RetryState) -> str:
     return f"To keep batch size {edit.batch_size}, the cell would change: {changes}."
 
 
-def verdict_lines(state: RetryState, edit: BatchEdit | None) -> tuple[str, ...]:
+def verdict_lines(
+    state: RetryState, edit: BatchEdit | None, applied: int | None = None
+) -> tuple[str, ...]:
     """Fixed, the next size, memory that did not come back, or no size that fits; the first
-    line is the headline."""
+    line is the headline. ``applied``: the size the card's Apply wrote into the cell."""
     verdict = state.verdict
     if verdict is None:
         return ()
-    return (*_verdict_lines(verdict, state, edit), *verdict.notes)
+    return (*_verdict_lines(verdict, state, edit, applied), *verdict.notes)
 
 
 def _verdict_lines(
-    verdict: RetryVerdict, state: RetryState, edit: BatchEdit | None
+    verdict: RetryVerdict, state: RetryState, edit: BatchEdit | None, applied: int | None
 ) -> tuple[str, ...]:
     if verdict.state == "fixed":
-        return _fixed_lines(verdict, state)
+        return _fixed_lines(verdict, state, applied)
     if verdict.state == "gave_up":
         return (
             f"The model does not fit at any batch size down to {verdict.batch_size}: the card's "
@@ -213,7 +215,7 @@ def _next_line(verdict: RetryVerdict, state: RetryState) -> str:
     return step + " (Retry on this card, or %gpuguard retry)."
 
 
-def _fixed_lines(verdict: RetryVerdict, state: RetryState) -> tuple[str, ...]:
+def _fixed_lines(verdict: RetryVerdict, state: RetryState, applied: int | None) -> tuple[str, ...]:
     assert verdict.batch_size is not None
     fitted = next(a for a in reversed(state.attempts) if a.batch_size == verdict.batch_size)
     peak = f" (peak {attempt_words(fitted, state.capacity_bytes).peak})"
@@ -224,15 +226,16 @@ def _fixed_lines(verdict: RetryVerdict, state: RetryState) -> tuple[str, ...]:
     )
     offer = state.offer
     in_source = offer.target is not None and not offer.target.in_namespace
+    says = applied if applied is not None else offer.current_batch_size
     return (
         f"Fixed: batch size {verdict.batch_size} fits"
         f"{peak if fitted.peak_bytes is not None else ''}{searched}.",
         *(
             (
-                f"The cell's source still says {offer.current_batch_size}: change it to keep "
-                f"{verdict.batch_size}.",
+                f"The cell's source {'says' if applied is not None else 'still says'} {says}: "
+                f"change it to keep {verdict.batch_size}.",
             )
-            if in_source
+            if in_source and says != verdict.batch_size
             else ()
         ),
         *(("Remembered for this cell on this device.",) if verdict.remembered else ()),

@@ -14,9 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..cards import CardParts, attempt_text, reclaim_of, reclaim_text, with_parts
-from ..cards.offers import REQUEST_RUNNING, refusal, request_reused
+from ..cards.offers import REQUEST_RUNNING, applied_text, refusal, request_reused
 from ..cards.retry_words import attempt_record
 from ..protocol import (
+    APPLY_TO_CELL,
     FIND_MAX,
     FREE_MEMORY,
     FRONTEND_ACTIONS,
@@ -176,6 +177,12 @@ class CardActions:
             return ActionResult(
                 action.action, False, refusal or "", live.card if live is not None else None
             )
+        if action.action == APPLY_TO_CELL and action.args.batch_size is not None:
+            # The frontend wrote the size into the cell: the card's words say what it holds.
+            live.parts = replace(live.parts, applied=action.args.batch_size)
+            message = applied_text(action.args.batch_size)
+            live.display.show(live.card, message)
+            return ActionResult(action.action, True, message, live.card)
         if action.action in FRONTEND_ACTIONS:
             offer = next(o for o in live.card.actions if o.action == action.action)
             return ActionResult(

@@ -18,33 +18,30 @@ function sourceHash(source: string): string {
 /**
  * Write the card's batch edit into the cell, as one step that Ctrl-Z undoes.
  *
- * Refused when the cell's source is not the one that ran (its hash differs): the offsets would
+ * The cell may hold the source that ran, or that source with another size at the edit's places
+ * (this card's earlier Apply, or the person's own): a change the card made is not a change of
+ * the person's. Refused when anything else changed (its hash would differ): the offsets would
  * land on other text. A cell that already holds the edit is left as it is.
  */
 export function applyBatchEdit(model: ICellModel, edit: IBatchEdit): IEditOutcome {
   const source = model.sharedModel.getSource();
   const size = edit.batch_size;
-  if (sourceHash(source) !== edit.source_sha256) {
+  const ran = sourceThatRan(source, edit);
+  if (ran === null) {
     const after = edit.edits.map(e => lineAfter(e)).join('; ');
-    const already = holdsEdit(source, edit);
     return {
-      ok: already,
-      message: already
-        ? `The cell already has batch size ${size}.`
-        : `The cell changed since it ran: change it by hand (${after}).`
+      ok: false,
+      message: `The cell changed since it ran: change it by hand (${after}).`
     };
   }
+  const wanted = withEdits(ran, edit.edits);
+  if (wanted === source) {
+    return { ok: true, message: `The cell already has batch size ${size}.` };
+  }
+  // One replacement of what differs: the editor keeps the cursor and the rest of the text.
+  const [start, end, text] = difference(source, wanted);
   const shared = model.sharedModel;
-  shared.transact(() => {
-    for (const change of [...edit.edits].sort((a, b) => b.start - a.start)) {
-      const current = shared.getSource();
-      shared.updateSource(
-        utf16Offset(current, change.start),
-        utf16Offset(current, change.end),
-        change.new_text
-      );
-    }
-  });
+  shared.transact(() => shared.updateSource(start, end, text));
   return { ok: true, message: `Batch size ${size} is now in the cell (Ctrl-Z undoes it).` };
 }
 
@@ -57,23 +54,49 @@ export function lineAfter(edit: ITextEdit): string {
 }
 
 /**
- * Whether `source` is the source that ran with the edits made: put back, in order, each
- * edit's old text where its new text stands; the result hashes as the card says.
+ * The source that ran, when `source` is it with any whole number written at each edit's place:
+ * put back, in order, each edit's old text where a number stands; `null` when that does not
+ * hash as the card says (something else changed).
  */
-function holdsEdit(source: string, edit: IBatchEdit): boolean {
+function sourceThatRan(source: string, edit: IBatchEdit): string | null {
   const points = Array.from(source);
   for (const change of [...edit.edits].sort((a, b) => a.start - b.start)) {
     // Everything before `change` is back to the original, so its offsets hold again.
-    const length = Array.from(change.new_text).length;
-    if (points.slice(change.start, change.start + length).join('') !== change.new_text) {
-      return false;
+    let end = change.start;
+    while (end < points.length && /[0-9]/.test(points[end])) {
+      end++;
     }
-    points.splice(change.start, length, ...Array.from(change.old_text));
+    if (end === change.start) {
+      return null;
+    }
+    points.splice(change.start, end - change.start, ...Array.from(change.old_text));
   }
-  return sourceHash(points.join('')) === edit.source_sha256;
+  const ran = points.join('');
+  return sourceHash(ran) === edit.source_sha256 ? ran : null;
 }
 
-/** A code-point offset in `text` as the UTF-16 index the editor counts in. */
-function utf16Offset(text: string, points: number): number {
-  return Array.from(text).slice(0, points).join('').length;
+/** `source` with `edits` made (offsets in code points of `source`). */
+function withEdits(source: string, edits: ITextEdit[]): string {
+  const points = Array.from(source);
+  for (const change of [...edits].sort((a, b) => b.start - a.start)) {
+    points.splice(change.start, change.end - change.start, ...Array.from(change.new_text));
+  }
+  return points.join('');
+}
+
+/** The UTF-16 range of `before` that differs from `after`, and its text in `after`. */
+function difference(before: string, after: string): [number, number, string] {
+  let start = 0;
+  while (start < before.length && start < after.length && before[start] === after[start]) {
+    start++;
+  }
+  let tail = 0;
+  while (
+    tail < before.length - start &&
+    tail < after.length - start &&
+    before[before.length - 1 - tail] === after[after.length - 1 - tail]
+  ) {
+    tail++;
+  }
+  return [start, before.length - tail, after.slice(start, after.length - tail)];
 }

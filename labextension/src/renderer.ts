@@ -191,7 +191,9 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
     if (action === INTERRUPT) {
       await this._kernel()?.interrupt();
     } else if (action === APPLY_TO_CELL) {
-      this._apply(card);
+      if (this._apply(card)) {
+        await this._tellKernelApplied(card);
+      }
     } else if (action === RESTART_AND_RUN_TO_HERE) {
       await this._restartAndRunToHere(card);
     } else {
@@ -226,6 +228,29 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
     await this._host.app.commands.execute(RESTART_AND_RUN_TO_SELECTED);
   }
 
+  /**
+   * Tell the card's kernel which size Apply wrote into the cell, so that the card's words say
+   * what the cell holds; the card comes back with them. Nothing is lost when the kernel is gone
+   * or busy: the cell holds the size either way.
+   */
+  private async _tellKernelApplied(card: ICard): Promise<void> {
+    const kernel = this._kernel();
+    const size = card.batch_edit?.batch_size;
+    const channel = kernel ? this._host.channels.get(kernel) : null;
+    if (!channel || size === undefined || !channel.isLive(card.id)) {
+      return;
+    }
+    try {
+      const result = await channel.send(
+        { action: APPLY_TO_CELL, card: card.id, args: { batch_size: size } },
+        () => undefined
+      );
+      this._keepResult(card.id, result);
+    } catch {
+      // The kernel went away: the cell holds the size, which is what Apply is for.
+    }
+  }
+
   private async _sendToKernel(card: ICard, action: string): Promise<void> {
     const kernel = this._kernel();
     const offer = card.actions.find(o => o.action === action);
@@ -253,23 +278,31 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
       setActivity(card.id, { message: `${offer.label}: ${(error as Error).message}`, ok: false });
       return;
     }
-    // The card as it now is, with its HTML and text, so that the saved notebook shows it in
-    // every frontend (the kernel's display updates reach only the cell that first showed it).
-    if (result.card) {
-      const bundle: Record<string, any> = { [CARD_MIME]: result.card };
-      if (result.html) {
-        bundle['text/html'] = result.html;
-      }
-      if (result.text) {
-        bundle['text/plain'] = result.text;
-      }
-      this._replaceOutput(card.id, bundle);
-    }
+    this._keepResult(card.id, result);
     // An action that ran attempts is reported by the card itself (its attempts and verdict);
     // the kernel's message is the verdict's first line, in the words of its text card.
     const attempted =
       (result.card?.retry?.attempts.length ?? 0) > (card.retry?.attempts.length ?? 0);
     setActivity(card.id, attempted ? {} : { message: result.message, ok: result.ok });
+  }
+
+  /**
+   * The card as an action left it, with its HTML and text, in place of its output, so that the
+   * saved notebook shows it in every frontend (the kernel's display updates reach only the cell
+   * that first showed it).
+   */
+  private _keepResult(cardId: string, result: IActionResult): void {
+    if (!result.card) {
+      return;
+    }
+    const bundle: Record<string, any> = { [CARD_MIME]: result.card };
+    if (result.html) {
+      bundle['text/html'] = result.html;
+    }
+    if (result.text) {
+      bundle['text/plain'] = result.text;
+    }
+    this._replaceOutput(cardId, bundle);
   }
 
   /**

@@ -74,3 +74,26 @@ test('the line after an edit counts code points, not UTF-16 units', () => {
   const [change] = edit('128').edits;
   assert.equal(lineAfter(change), 'line 2: BATCH_SIZE = 128  # größer');
 });
+
+test("a size this card wrote earlier is no change of the person's: the next size replaces it", () => {
+  // Issue 35 item 10: Apply 128, Find the largest, Apply 192 was refused as a change by hand.
+  const model = cell(SOURCE);
+  assert.equal(applyBatchEdit(model, edit('128')).ok, true);
+  const outcome = applyBatchEdit(model, edit('192'));
+  assert.deepEqual(outcome, {
+    ok: true,
+    message: 'Batch size 192 is now in the cell (Ctrl-Z undoes it).'
+  });
+  assert.equal(model.text(), SOURCE.replace('= 512', '= 192'));
+  assert.deepEqual(applyBatchEdit(model, edit('192')), {
+    ok: true,
+    message: 'The cell already has batch size 192.'
+  });
+});
+
+test('a number in place of the size and another change besides is still refused', () => {
+  const model = cell(SOURCE.replace('= 512', '= 128') + '# changed\n');
+  assert.equal(applyBatchEdit(model, edit('192')).ok, false);
+  const words = cell(SOURCE.replace('= 512', '= many'));
+  assert.equal(applyBatchEdit(words, edit('192')).ok, false);
+});

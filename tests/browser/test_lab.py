@@ -140,9 +140,18 @@ def test_3_retry_fixes_the_cell_and_apply_writes_the_size_into_it_undoably(page,
     assert "BATCH_SIZE = 64" not in editor_text(page, failing)
 
 
-def test_3b_find_max_and_the_saved_card_says_what_it_found(page, lab):
+def test_3b_find_max_after_apply_and_the_saved_card_says_what_it_found(page, lab):
+    """Issue 35 item 10: Apply, then Find the largest, then Apply again was refused ("The cell
+    changed since it ran") and the card said the source still held the size that failed."""
     failing = cell_index(page, FAILING_CELL)
     card = cell(page, failing).locator(CARD)
+    card.locator("button[data-action=apply_to_cell]").click()
+    card.locator(".jp-GpuGuard-status", has_text="now in the cell").wait_for()
+    assert "BATCH_SIZE = 64" in editor_text(page, failing)
+    page.wait_for_function(  # the kernel heard of it: the card no longer says 512
+        """() => !document.querySelector('.jp-GpuGuard-card').innerText
+            .includes("still says 512")"""
+    )
     card.locator("button[data-action=find_max]").click()
     verdict = card.locator(".jp-GpuGuard-verdict", has_text="the largest of")
     verdict.wait_for(timeout=300_000)
@@ -150,12 +159,27 @@ def test_3b_find_max_and_the_saved_card_says_what_it_found(page, lab):
     found = re.search(r"Fixed: batch size (\d+) fits", verdict.inner_text())
     assert found is not None
     assert 64 < int(found.group(1)) <= 96  # the cliff is at 96
+    assert "The cell's source says 64: change it to keep" in card.inner_text()
+    assert "512" not in card.locator(".jp-GpuGuard-verdict").inner_text()
     bundle = saved_card(page, lab)
     assert found.group(0) in bundle["text/html"]
     assert found.group(0) in bundle["text/plain"]
     saved = bundle["application/vnd.ipy-gpuguard.card+json"]
     assert saved["retry"]["verdict"]["searched"]
     assert not saved["retry"]["running"]  # the card as the search left it, not as it ran
+
+    card.locator("button[data-action=apply_to_cell]").click()
+    card.locator(".jp-GpuGuard-status", has_text=f"Batch size {found.group(1)} is now").wait_for()
+    assert f"BATCH_SIZE = {found.group(1)}" in editor_text(page, failing)
+    assert "changed since it ran" not in card.inner_text()
+    cell(page, failing).locator(".cm-content").click()
+    for _ in range(2):  # both Applies undone: the cell as it ran, for the tests after this one
+        page.keyboard.press("Control+z")
+    page.wait_for_function(
+        """i => document.querySelectorAll('.jp-Notebook .jp-Cell')[i]
+            .querySelector('.cm-content').innerText.includes('BATCH_SIZE = 512')""",
+        arg=failing,
+    )
 
 
 def test_4_saved_and_reloaded_without_its_kernel_the_card_still_applies(page, lab):

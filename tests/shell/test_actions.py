@@ -138,3 +138,24 @@ def test_the_verdicts_held_memory_and_the_reclaim_line_are_one_measurement():
     assert card.retry.verdict.held_bytes == card.reclaimed.held_bytes == 2 * gib
     assert "2.00 GiB still held" in card.words.verdict[0]
     assert "still holds 2.00 GiB more" in card.words.reclaim
+
+
+def test_the_size_apply_wrote_is_what_the_card_says_the_cell_holds():
+    """Issue 35 item 10: after Apply 128 and a search, the card said "the cell's source still
+    says 1024" while the cell said 128."""
+    actions = CardActions()
+    live = live_card(fits_below=200)
+    actions.add(live)
+    assert actions.act(parse_action({"action": "retry", "card": "c1", "args": {}})).ok
+    assert "still says 256: change it to keep 128" in " ".join(live.card.words.verdict)
+    applied = actions.act(
+        parse_action({"action": "apply_to_cell", "card": "c1", "args": {"batch_size": 128}})
+    )
+    assert applied.ok
+    assert applied.message == "Batch size 128 is now in the cell."
+    assert "256" not in " ".join(applied.card.words.verdict)
+    assert "still says" not in " ".join(applied.card.words.verdict)
+    assert actions.act(parse_action({"action": "find_max", "card": "c1", "args": {}})).ok
+    verdict = " ".join(live.card.words.verdict)
+    assert "The cell's source says 128: change it to keep 1" in verdict
+    assert "256" not in verdict
