@@ -16,11 +16,10 @@ A size fits only when its steps ran to the end and the framework's pending work 
 
 from __future__ import annotations
 
-import contextlib
 import math
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -131,16 +130,19 @@ class Measurer:
 
     ``hold``: a block in which the person's Stop is held, then honoured (putting the model back
     is never cut in half); ``let_through``: a block in which it stops the training at once
-    (even inside a hold). ``judge``: the diagnosis of a failure.
+    (even inside a hold). ``session_clears``: how many times Keras' session has been cleared
+    (the guard clears it after the cell's failure, once the card shows), asked at each
+    measurement (see :meth:`_traceable`).
     """
 
     peak: PeakReader
     judge: Judge
     hold: Callable[[], AbstractContextManager[Any]]
     let_through: Callable[[], AbstractContextManager[Any]]
+    session_clears: Callable[[], int] = lambda: 0
     steps: int = PROBE_STEPS
-    #: The guard's own compiled step functions of each model, kept apart from the person's.
-    _functions: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: The clears of Keras' session that each model's step functions were renewed after.
+    _renewed: dict[int, int] = field(default_factory=dict)
 
     def measure(self, call: FitCall, size: int) -> RunOutcome:
         """Train ``call``'s model for ``1 + steps`` steps at ``size`` (and validate one step),
@@ -151,7 +153,8 @@ class Measurer:
         noted = None
         try:
             self.peak.reset()
-            with self.let_through() as noted, self._own_functions(call.model):
+            with self.let_through() as noted:
+                self._traceable(call.model)
                 _train(call, size, 1 + self.steps)
             outcome = replace(outcome, peak_bytes=self.peak.read())
         except KeyboardInterrupt:
@@ -169,34 +172,26 @@ class Measurer:
         return outcome
 
     def forget(self) -> None:
-        """Let go of the guard's own step functions (they hold the model)."""
-        self._functions.clear()
+        """Let go of what was renewed: a later search asks afresh."""
+        self._renewed.clear()
 
-    @contextlib.contextmanager
-    def _own_functions(self, model: Any) -> Iterator[None]:
-        """Train with step functions of the guard's own, traced afresh for the search: the
-        person's may have been traced before the guard cleared Keras' session after an
-        out-of-memory error, and a retrace of them cannot make variables (an unseeded random
-        op's); theirs are put back, untouched, after each measurement."""
-        own = self._functions.setdefault(id(model), dict.fromkeys(_STEP_FUNCTIONS))
-        theirs = {name: vars(model).get(name, _ABSENT) for name in _STEP_FUNCTIONS}
-        for name, function in own.items():
-            setattr(model, name, function)
-        try:
-            yield
-        finally:
-            for name, function in theirs.items():
-                own[name] = getattr(model, name, None)
-                if function is _ABSENT:
-                    with contextlib.suppress(AttributeError):
-                        delattr(model, name)
-                else:
-                    setattr(model, name, function)
+    def _traceable(self, model: Any) -> None:
+        """Train with the model's own step functions, whose traces the person's later runs
+        reuse, unless Keras' session was cleared since they were last renewed: then once more
+        anew, as ``compile`` makes them. A step function traced before a clear cannot retrace an
+        op that makes a variable (an unseeded random op's seed generator, which the clear
+        dropped): ``tf.function`` makes variables on its first trace only."""
+        clears = self.session_clears()
+        if clears == 0 or self._renewed.get(id(model)) == clears:
+            return
+        for name in _STEP_FUNCTIONS:
+            if getattr(model, name, None) is not None:
+                setattr(model, name, None)  # made again by ``fit``, as after ``compile``
+        self._renewed[id(model)] = clears
 
 
 #: Keras' compiled step functions on a model (``make_train_function`` makes one when ``None``).
 _STEP_FUNCTIONS = ("train_function", "test_function")
-_ABSENT = object()
 
 
 def _train(call: FitCall, size: int, steps: int) -> None:

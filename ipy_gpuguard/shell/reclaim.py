@@ -89,6 +89,19 @@ def _clear_frame(frame: FrameType) -> int:
     return 1
 
 
+class _KerasSessionClears:
+    """How many times the guard has cleared Keras' session in this process: a step function
+    traced before a clear cannot retrace an op that makes a variable (see
+    :meth:`~ipy_gpuguard.retry.measure.Measurer._traceable`)."""
+
+    count = 0
+
+
+def keras_session_clears() -> int:
+    """How many times the guard has cleared Keras' session in this process."""
+    return _KerasSessionClears.count
+
+
 def clear_keras_session(modules: Mapping[str, ModuleType]) -> None:
     """``keras.backend.clear_session()``, keeping the dtype policy (mixed precision) it resets.
 
@@ -98,6 +111,7 @@ def clear_keras_session(modules: Mapping[str, ModuleType]) -> None:
     backend = getattr(keras, "backend", None)
     if backend is None or not hasattr(backend, "clear_session"):
         return
+    _KerasSessionClears.count += 1
     config: Any = getattr(keras, "config", None)
     keeps_policy = hasattr(config, "dtype_policy") and hasattr(config, "set_dtype_policy")
     policy = config.dtype_policy() if keeps_policy else None

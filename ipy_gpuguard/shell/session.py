@@ -57,6 +57,7 @@ from .kernel_state import KernelStateFile
 from .live_hang import LiveHangCards
 from .native_log import PipeDrain
 from .options import GuardOptions, check_timeout
+from .reclaim import keras_session_clears
 from .remediation import (
     Failure,
     Policy,
@@ -499,7 +500,13 @@ class GuardSession:
             quiet_run = dataclasses.replace(failed_run, log_lines=())
             return attempt_failed(error, quiet_run, ran, previous, measured=True)
 
-        measurer = Measurer(finished.run.probe_peaks(), judge, held_interrupt, noted_interrupts)
+        measurer = Measurer(
+            finished.run.probe_peaks(),
+            judge,
+            held_interrupt,
+            noted_interrupts,
+            session_clears=keras_session_clears,
+        )
         return Runners(
             self.run_attempt,
             measurer.measure,

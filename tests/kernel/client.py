@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -51,14 +52,25 @@ class Execution:
 
 
 @contextmanager
-def kernel(connection_file: str | None = None, **env: str) -> Iterator[Any]:
+def kernel(
+    connection_file: str | None = None, log: Path | None = None, **env: str
+) -> Iterator[Any]:
     """A kernel with ``env``; ``connection_file`` names its connection file as Jupyter's server
-    does (``kernel-<id>.json``), which is where the kernel reads its id from."""
+    does (``kernel-<id>.json``), which is where the kernel reads its id from; ``log``, a file
+    the kernel's stderr (ipykernel's own log) is written to."""
+    with contextlib.ExitStack() as stack:
+        stderr = None if log is None else stack.enter_context(log.open("ab"))
+        with _started(connection_file, stderr, {**os.environ, **env}) as client:
+            yield client
+
+
+@contextmanager
+def _started(connection_file: str | None, stderr: Any, env: dict[str, str]) -> Iterator[Any]:
     if connection_file is None:
-        manager, client = start_new_kernel(kernel_name="python3", env={**os.environ, **env})
+        manager, client = start_new_kernel(kernel_name="python3", env=env, stderr=stderr)
     else:
         manager = KernelManager(kernel_name="python3", connection_file=connection_file)
-        manager.start_kernel(env={**os.environ, **env})
+        manager.start_kernel(env=env, stderr=stderr)
         client = manager.client()
         client.start_channels()
         client.wait_for_ready(timeout=60)
@@ -71,7 +83,7 @@ def kernel(connection_file: str | None = None, **env: str) -> Iterator[Any]:
 
 
 @contextmanager
-def keras_kernel(data_dir: Path, **env: str) -> Iterator[Any]:
+def keras_kernel(data_dir: Path, log: Path | None = None, **env: str) -> Iterator[Any]:
     """A kernel for real Keras out-of-memory cells on a simulated GPU, the extension loaded."""
     settings = {
         "GPUGUARD_SIMULATE": "8GiB",
@@ -79,7 +91,7 @@ def keras_kernel(data_dir: Path, **env: str) -> Iterator[Any]:
         "TF_CPP_MIN_LOG_LEVEL": "2",
         "JUPYTER_DATA_DIR": str(data_dir),
     }
-    with kernel(**{**settings, **env}) as client:
+    with kernel(log=log, **{**settings, **env}) as client:
         assert execute(client, "%load_ext ipy_gpuguard").status == "ok"
         yield client
 

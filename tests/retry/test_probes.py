@@ -271,3 +271,68 @@ def test_a_stop_in_the_guards_finish_keeps_the_search_from_starting(keras_shell,
     assert isinstance(result.error_in_exec, KeyboardInterrupt)
     assert "retry:" not in out  # no size measured, no run after
     assert int(keras_shell.user_ns["model"].optimizer.iterations) == steps(64)
+
+
+#: The model of ``MODEL``, its training step counting its traces (Python in ``train_step``
+#: runs only while TensorFlow traces it).
+COUNTED = MODEL.replace("model = keras.Sequential([", "model = Counted([").replace(
+    "keras.utils.set_random_seed(0)\n",
+    "keras.utils.set_random_seed(0)\n"
+    "traces = []\n"
+    "class Counted(keras.Sequential):\n"
+    "    def train_step(self, data):\n"
+    "        traces.append(keras.ops.shape(data[0])[0])\n"
+    "        return super().train_step(data)\n",
+)
+
+
+def test_a_search_from_a_size_that_fits_reuses_the_models_traces(keras_shell, monkeypatch):
+    """With Keras' session never cleared, the guard's measurements train with the model's own
+    step function: its traces serve them and the last run. Step functions of the guard's own
+    traced twice more (measured: 0.2 of one training at the size found, bench/batch_search.py
+    --keras, T 333 from 83)."""
+    from ipy_gpuguard.shell import reclaim
+
+    monkeypatch.setattr(reclaim._KerasSessionClears, "count", 0)
+    assert keras_shell.run_cell(COUNTED).success
+    result = keras_shell.run_cell(
+        "%%gpuguard --find-max\n"
+        "BATCH = 64\n"
+        "model.fit(x, y, batch_size=BATCH, epochs=2, shuffle=False, verbose=0)\n"
+    )
+    ns = keras_shell.user_ns
+    assert result.error_in_exec is None
+    assert 0.9 * LIMIT <= ns["BATCH"] <= LIMIT
+    # The cell's run at 64 (its one shape: 64 divides the data), then one trace for any size.
+    assert len(ns["traces"]) == 2, ns["traces"]
+
+
+#: ``COUNTED`` with its cliff's noise unseeded: drawn from Keras' global seed generator, which
+#: a trace makes as a variable; after ``clear_session`` a retrace would make it again.
+UNSEEDED = COUNTED.replace("seed=self.seed)", "seed=None)")
+
+
+def test_after_the_guard_cleared_keras_session_the_models_step_functions_are_made_anew(
+    keras_shell, monkeypatch
+):
+    """The cell's run fails, the guard clears Keras' session: the model's step function,
+    traced before, cannot retrace the unseeded op (a variable made outside its first trace).
+    The search makes it anew, as ``compile`` does, and its traces serve the measurements and
+    the last run."""
+    from ipy_gpuguard.shell import reclaim
+
+    monkeypatch.setattr(reclaim._KerasSessionClears, "count", 0)
+    assert keras_shell.run_cell(UNSEEDED).success
+    result = keras_shell.run_cell(
+        "%%gpuguard --find-max\n"
+        "BATCH = 1024\n"
+        "model.fit(x, y, batch_size=BATCH, epochs=2, shuffle=False, verbose=0)\n"
+    )
+    ns = keras_shell.user_ns
+    assert result.error_in_exec is None
+    assert 0.9 * LIMIT <= ns["BATCH"] <= LIMIT
+    assert int(ns["model"].optimizer.iterations) == steps(ns["BATCH"])
+    # The cell's run at 1024; after the clear, the function made anew: two traces for the first
+    # size measured (TensorFlow traces a first call that makes a variable twice), one for any
+    # size after.
+    assert len(ns["traces"]) == 4, ns["traces"]
