@@ -32,7 +32,7 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from keras_search import Cell, measurer  # noqa: E402
+from keras_search import Cell  # noqa: E402
 
 from ipy_gpuguard.retry.search import BatchSearch, SearchSettings, Trial  # noqa: E402
 from ipy_gpuguard.telemetry.framework import FrameworkAllocators  # noqa: E402
@@ -93,15 +93,11 @@ class MemoryCell(Cell):
         """A probe at ``size`` with the allocator's peak, read as the guard reads one."""
         allocators = FrameworkAllocators("CPU")
         allocators.reset_peaks([0])
-        fits = self.probe(size, MEASURER)
+        fits = self.probe(size)
         if not fits:  # what the guard does after a failure: tensors the failed step held go
             gc.collect()  # with it, or the next probe's peak counts them (~700 MB at 1,024)
         reading = allocators.read(0)
         return Trial(size, fits, reading.peak_bytes if fits and reading else None)
-
-
-#: Memory, not time, is compared here: the guard's measurer as after a failed cell.
-MEASURER = measurer(session_cleared=True)
 
 
 def reserve() -> None:

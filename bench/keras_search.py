@@ -104,10 +104,10 @@ class Cell:
             return False
         return True
 
-    def probe(self, size: int, measurer: Measurer) -> bool:
+    def probe(self, size: int) -> bool:
         """The guard's measurement: its own ``fit`` of a few steps, everything put back."""
         call = FitCall(self.model, self.x, self.y, None, None, None, len(self.x))
-        return measurer.measure(call, size).error is None
+        return MEASURER.measure(call, size).error is None
 
 
 def _judge(error: BaseException, ran: RunOutcome) -> RunOutcome:
@@ -119,16 +119,11 @@ def _judge(error: BaseException, ran: RunOutcome) -> RunOutcome:
     return replace(ran, error=type(error).__name__, out_of_memory=True)
 
 
-def measurer(session_cleared: bool) -> Measurer:
-    """The guard's measurer; once the cell's run failed, as after the Keras session's clear
-    that follows a failure of the person's code (the step functions traced anew)."""
-    return Measurer(
-        PeakReader(lambda: None, lambda: None),
-        _judge,
-        contextlib.nullcontext,
-        contextlib.nullcontext,
-        session_clears=lambda: int(session_cleared),
-    )
+#: The guard's measurer. The model draws no unseeded random numbers: after the clear of Keras'
+#: session that follows a failure of the person's code, its step functions retrace as they are.
+MEASURER = Measurer(
+    PeakReader(lambda: None, lambda: None), _judge, contextlib.nullcontext, contextlib.nullcontext
+)
 
 
 Strategy = Callable[[Cell, int], tuple[int, int]]  # -> (trials, size trained at)
@@ -137,18 +132,12 @@ Strategy = Callable[[Cell, int], tuple[int, int]]  # -> (trials, size trained at
 def ours(by_probes: bool) -> Strategy:
     def run(cell: Cell, start: int) -> tuple[int, int]:
         search = BatchSearch(SearchSettings(start, find_max=True))
-        measuring = measurer(session_cleared=False)
-        started = cell.probe(start, measuring) if by_probes else cell.fits(start)
-        search.record(Trial(start, started))
-        if not started:
-            measuring = measurer(session_cleared=True)
+        trial = cell.probe if by_probes else cell.fits
+        search.record(Trial(start, trial(start)))
         while (step := search.next_step(runs_left=64)) is not None:
             if by_probes and step.size == search.largest_fitting:
                 break  # the search is over: train once, below
-            size = step.size
-            search.record(
-                Trial(size, cell.probe(size, measuring) if by_probes else cell.fits(size))
-            )
+            search.record(Trial(step.size, trial(step.size)))
         found = search.largest_fitting
         assert found is not None
         if by_probes or not search.finished:

@@ -130,18 +130,18 @@ class Measurer:
 
     ``hold``: a block in which the person's Stop is held, then honoured (putting the model back
     is never cut in half); ``let_through``: a block in which it stops the training at once
-    (even inside a hold). ``session_clears``: how many times Keras' session has been cleared
-    (the guard clears it after the cell's failure, once the card shows), asked at each
-    measurement (see :meth:`_traceable`).
+    (even inside a hold). ``dropped_seed_generators``: how many times a clear of Keras' session
+    (the guard's, after the cell's failure, once the card shows) dropped Keras' global seed
+    generator, asked at each measurement (see :meth:`_traceable`).
     """
 
     peak: PeakReader
     judge: Judge
     hold: Callable[[], AbstractContextManager[Any]]
     let_through: Callable[[], AbstractContextManager[Any]]
-    session_clears: Callable[[], int] = lambda: 0
+    dropped_seed_generators: Callable[[], int] = lambda: 0
     steps: int = PROBE_STEPS
-    #: The clears of Keras' session that each model's step functions were renewed after.
+    #: The drops of the global seed generator that each model's step functions were renewed after.
     _renewed: dict[int, int] = field(default_factory=dict)
 
     def measure(self, call: FitCall, size: int) -> RunOutcome:
@@ -177,17 +177,18 @@ class Measurer:
 
     def _traceable(self, model: Any) -> None:
         """Train with the model's own step functions, whose traces the person's later runs
-        reuse, unless Keras' session was cleared since they were last renewed: then once more
-        anew, as ``compile`` makes them. A step function traced before a clear cannot retrace an
-        op that makes a variable (an unseeded random op's seed generator, which the clear
-        dropped): ``tf.function`` makes variables on its first trace only."""
-        clears = self.session_clears()
-        if clears == 0 or self._renewed.get(id(model)) == clears:
+        reuse, unless a clear of Keras' session dropped its global seed generator since they
+        were last renewed: then once more anew, as ``compile`` makes them. A step function that
+        an unseeded random op was traced in cannot retrace it after such a clear (the op makes
+        the generator, a variable, again, and ``tf.function`` makes variables on its first trace
+        only); a model with none retraces as before."""
+        drops = self.dropped_seed_generators()
+        if drops == 0 or self._renewed.get(id(model)) == drops:
             return
         for name in _STEP_FUNCTIONS:
             if getattr(model, name, None) is not None:
                 setattr(model, name, None)  # made again by ``fit``, as after ``compile``
-        self._renewed[id(model)] = clears
+        self._renewed[id(model)] = drops
 
 
 #: Keras' compiled step functions on a model (``make_train_function`` makes one when ``None``).

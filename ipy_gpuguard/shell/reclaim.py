@@ -89,17 +89,18 @@ def _clear_frame(frame: FrameType) -> int:
     return 1
 
 
-class _KerasSessionClears:
-    """How many times the guard has cleared Keras' session in this process: a step function
-    traced before a clear cannot retrace an op that makes a variable (see
+class _DroppedSeedGenerators:
+    """How many times the guard's clear of Keras' session dropped Keras' global seed generator
+    in this process: the variable an unseeded random op makes while a step is traced, which a
+    step function traced before the clear cannot make again on a retrace (see
     :meth:`~ipy_gpuguard.retry.measure.Measurer._traceable`)."""
 
     count = 0
 
 
-def keras_session_clears() -> int:
-    """How many times the guard has cleared Keras' session in this process."""
-    return _KerasSessionClears.count
+def dropped_seed_generators() -> int:
+    """How many times the guard's clear of Keras' session dropped its global seed generator."""
+    return _DroppedSeedGenerators.count
 
 
 def clear_keras_session(modules: Mapping[str, ModuleType]) -> None:
@@ -111,7 +112,8 @@ def clear_keras_session(modules: Mapping[str, ModuleType]) -> None:
     backend = getattr(keras, "backend", None)
     if backend is None or not hasattr(backend, "clear_session"):
         return
-    _KerasSessionClears.count += 1
+    if _holds_global_seed_generator():
+        _DroppedSeedGenerators.count += 1
     config: Any = getattr(keras, "config", None)
     keeps_policy = hasattr(config, "dtype_policy") and hasattr(config, "set_dtype_policy")
     policy = config.dtype_policy() if keeps_policy else None
@@ -121,6 +123,17 @@ def clear_keras_session(modules: Mapping[str, ModuleType]) -> None:
         backend.clear_session()
     if keeps_policy:
         config.set_dtype_policy(policy)
+
+
+def _holds_global_seed_generator() -> bool:
+    """Whether Keras' session holds its global seed generator (where this Keras does not say,
+    as if it did: a step function made anew costs a trace, one that cannot retrace fails)."""
+    try:
+        from keras.src.backend.common import global_state
+        from keras.src.random.seed_generator import GLOBAL_SEED_GENERATOR
+    except ImportError:
+        return True
+    return global_state.get_global_attribute(GLOBAL_SEED_GENERATOR) is not None
 
 
 def release_cached_blocks(modules: Mapping[str, ModuleType]) -> None:

@@ -57,7 +57,7 @@ from .kernel_state import KernelStateFile
 from .live_hang import LiveHangCards
 from .native_log import PipeDrain
 from .options import GuardOptions, check_timeout
-from .reclaim import keras_session_clears
+from .reclaim import dropped_seed_generators
 from .remediation import (
     Failure,
     Policy,
@@ -505,7 +505,7 @@ class GuardSession:
             judge,
             held_interrupt,
             noted_interrupts,
-            session_clears=keras_session_clears,
+            dropped_seed_generators=dropped_seed_generators,
         )
         return Runners(
             self.run_attempt,
