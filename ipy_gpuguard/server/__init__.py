@@ -1,5 +1,6 @@
 """The jupyter_server extension: the GPU meter's reading and the kernels' recorded state, for
-the lab extension, under authenticated, versioned, read-only endpoints.
+the lab extension, under authenticated, versioned, read-only endpoints; and a kernel status
+that stays busy while a cell shows widgets (:mod:`.kernel_status`).
 
 It is an :class:`~jupyter_server.extension.application.ExtensionApp` for the one thing a plain
 extension module cannot have in jupyter_server 2: a hook when the server stops, where NVML is
@@ -13,6 +14,7 @@ import asyncio
 from jupyter_server.extension.application import ExtensionApp
 
 from .handlers import DevicesHandler, KernelStateHandler, PostMortemHandler
+from .kernel_status import untrack_subshell_messages
 from .meter import Meter
 
 __all__ = ["GPUGuardServer", "Meter"]
@@ -31,6 +33,7 @@ class GPUGuardServer(ExtensionApp):
     def initialize_settings(self) -> None:
         self.meter = Meter(runtime_dir=self._runtime_dir)
         self.settings["ipy_gpuguard_meter"] = self.meter
+        untrack_subshell_messages(self.serverapp)
 
     def initialize_handlers(self) -> None:
         runtime = {"runtime_dir": self._runtime_dir}

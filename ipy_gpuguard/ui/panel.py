@@ -123,5 +123,5 @@ class MemoryPanel:
         """The widget's view, marked live: a frontend that sees the kernel die shows the
         mark's words instead (the summary that replaces the panel when the cell ends has no
         mark)."""
-        mark = to_json(LivePanel(render.STOPPED_BY_DEATH_TEXT))
+        mark = to_json(LivePanel(render.STOPPED_BY_DEATH_TEXT, render.STOPPED_BY_RESTART_TEXT))
         return self.widget._repr_mimebundle_(**kwargs), {LIVE_PANEL_METADATA: mark}

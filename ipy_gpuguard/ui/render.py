@@ -24,6 +24,11 @@ STOPPED_BY_DEATH_TEXT = (
     "ipy_gpuguard · stopped: the kernel died while this cell ran, and its live panel with it; "
     "what the kernel last recorded is in the notification."
 )
+#: What a live panel becomes when its kernel is restarted while the cell runs.
+STOPPED_BY_RESTART_TEXT = (
+    "ipy_gpuguard · stopped: the kernel was restarted while this cell ran, and its live panel "
+    "with it."
+)
 
 
 def title_text(view: PanelView) -> str:

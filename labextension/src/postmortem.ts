@@ -18,8 +18,10 @@ export function watchKernelDeaths(tracker: INotebookTracker): void {
     let reported: string | null = null;
     panel.sessionContext.statusChanged.connect((context, status) => {
       const kernel = context.session?.kernel;
-      if (status === 'autorestarting' || status === 'dead') {
-        stopLivePanels(panel);
+      if (status === 'restarting') {
+        stopLivePanels(panel, true); // the person's restart: nothing to report
+      } else if (status === 'autorestarting' || status === 'dead') {
+        stopLivePanels(panel, false);
         if (kernel && reported !== kernel.id) {
           reported = kernel.id;
           void report(panel, kernel);
@@ -32,10 +34,11 @@ export function watchKernelDeaths(tracker: INotebookTracker): void {
 }
 
 /**
- * Replace each live panel of the notebook by the words its mark carries: its kernel died, so
- * nothing will freeze it, and its widgets are gone.
+ * Replace each live panel of the notebook by the words its mark carries: its kernel died or was
+ * restarted, so nothing will freeze it, and its widgets are gone (a page reloaded later would
+ * say "Error displaying widget: model not found" in its place).
  */
-export function stopLivePanels(panel: NotebookPanel): void {
+export function stopLivePanels(panel: NotebookPanel, restarted: boolean): void {
   for (const cell of panel.content.widgets) {
     if (!(cell instanceof CodeCell)) {
       continue;
@@ -44,9 +47,10 @@ export function stopLivePanels(panel: NotebookPanel): void {
     for (let index = 0; index < outputs.length; index++) {
       const mark = outputs.get(index).metadata[LIVE_PANEL_METADATA] as ILivePanel | undefined;
       if (mark && typeof mark.stopped_text === 'string') {
+        const words = (restarted && mark.restarted_text) || mark.stopped_text;
         outputs.set(index, {
           output_type: 'display_data',
-          data: { 'text/plain': mark.stopped_text },
+          data: { 'text/plain': words },
           metadata: {}
         });
       }

@@ -208,6 +208,7 @@ export interface ILiveCards {
 export interface ILivePanel {
   version: number;
   stopped_text: string;
+  restarted_text?: string;
 }
 
 export const LIVE_PANEL_METADATA = 'ipy_gpuguard_live_panel';

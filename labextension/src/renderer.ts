@@ -7,6 +7,7 @@ import { Message } from '@lumino/messaging';
 import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
+import { requestAPI } from './api';
 import { applyBatchEdit } from './celledit';
 import { ActionsChannel, ActionsChannels, IActionProgress } from './channel';
 import { cardView, carryOver, IButtonState, ICardActivity } from './cardview';
@@ -16,6 +17,7 @@ import {
   FRONTEND_ACTIONS,
   ICard,
   IActionResult,
+  IKernelState,
   RESTART_AND_RUN_TO_HERE,
   SCHEMA_VERSION
 } from './protocol';
@@ -98,6 +100,7 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
     this._hostModel?.stateChanged.disconnect(this._render, this);
     this._hostModel = null;
     this._watch(null);
+    this._watchStatus(null);
     super.onBeforeDetach(msg);
   }
 
@@ -151,7 +154,7 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
       }
       return { action: offer.action, label: offer.label, enabled: !reason, reason };
     });
-    if (card.kind === 'hang' && this._cellRunning()) {
+    if (card.kind === 'hang' && (this._cellRunning() || this._recordedRunning(card, kernel))) {
       buttons.unshift({
         action: INTERRUPT,
         label: 'Interrupt the kernel',
@@ -344,6 +347,45 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
     return model instanceof CodeCellModel && model.executionState === 'running';
   }
 
+  /**
+   * Whether the card's kernel records its cell as running, for a page reloaded while the cell
+   * hangs: the page no longer knows that its cell runs, and the kernel, stuck, cannot answer on
+   * the comm. Its recorded state comes from the server extension, asked again when the
+   * kernel's status changes; only a busy kernel runs a cell (a restarted one keeps the record
+   * of the kernel before it until the guard loads again).
+   */
+  private _recordedRunning(card: ICard, kernel: Kernel.IKernelConnection | null): boolean {
+    this._watchStatus(kernel);
+    if (!kernel || kernel.status !== 'busy') {
+      this._recordAsked = '';
+      return false;
+    }
+    const key = `${kernel.id} ${kernel.status}`;
+    if (this._recordAsked !== key) {
+      this._recordAsked = key;
+      void this._askRecord(card, kernel, key);
+    }
+    return this._recordSays;
+  }
+
+  private async _askRecord(
+    card: ICard,
+    kernel: Kernel.IKernelConnection,
+    key: string
+  ): Promise<void> {
+    let runs = false;
+    try {
+      const state = await requestAPI<IKernelState>(`kernels/${kernel.id}/state`);
+      runs = !!state?.running && !!card.cell_id && state.cell?.cell_id === card.cell_id;
+    } catch {
+      runs = false; // nothing recorded that can be read: the page's own knowledge stands
+    }
+    if (this._recordAsked === key && runs !== this._recordSays) {
+      this._recordSays = runs;
+      this._render();
+    }
+  }
+
   private _hostCell(): Cell | undefined {
     return this._panel()?.content.widgets.find(cell => cell.node.contains(this.node));
   }
@@ -354,6 +396,16 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
 
   private _kernel(): Kernel.IKernelConnection | null {
     return this._panel()?.sessionContext.session?.kernel ?? null;
+  }
+
+  /** Re-render when the kernel's status changes: its recorded state is asked again. */
+  private _watchStatus(kernel: Kernel.IKernelConnection | null): void {
+    if (kernel === this._statusKernel) {
+      return;
+    }
+    this._statusKernel?.statusChanged.disconnect(this._render, this);
+    this._statusKernel = kernel;
+    kernel?.statusChanged.connect(this._render, this);
   }
 
   /** Re-render when what the buttons depend on changes in the card's kernel. */
@@ -367,6 +419,9 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
   }
 
   private _card: ICard | null = null;
+  private _recordAsked = '';
+  private _recordSays = false;
+  private _statusKernel: Kernel.IKernelConnection | null = null;
   private _hostModel: ICellModel | null = null;
   private _channel: ActionsChannel | null = null;
 }

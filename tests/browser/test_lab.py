@@ -15,6 +15,7 @@ import pytest
 
 from .conftest import shoot
 from .notebook import (
+    CURRENT,
     FAILING_CELL,
     NOTEBOOKS,
     cell,
@@ -368,15 +369,18 @@ def test_6_a_kernel_that_dies_gets_a_post_mortem_naming_its_cell(fresh_page, lab
     page.wait_for_function("window.jupyterapp.shell.currentWidget.content.activeCellIndex === 1")
 
 
+#: A guarded cell that stops making progress: the watchdog's hang card comes within seconds.
+STUCK = (
+    "%%gpuguard --timeout 1 --interval 0.25\n"
+    "import time, ipy_gpuguard\n"
+    "ipy_gpuguard.heartbeat()\n"
+    "time.sleep(120)  # a data loader that never answers"
+)
+
+
 def test_7_interrupt_on_a_live_hang_card_stops_the_stuck_cell(fresh_page, lab):
     page = fresh_page
-    stuck = (
-        "%%gpuguard --timeout 1 --interval 0.25\n"
-        "import time, ipy_gpuguard\n"
-        "ipy_gpuguard.heartbeat()\n"
-        "time.sleep(120)  # a data loader that never answers"
-    )
-    name = write_notebook(lab, "stuck.ipynb", ["%load_ext ipy_gpuguard", stuck])
+    name = write_notebook(lab, "stuck.ipynb", ["%load_ext ipy_gpuguard", STUCK])
     open_notebook(page, lab, name)
     run_cell(page, 0)
     start_cell(page, 1)
@@ -399,3 +403,70 @@ def test_7_interrupt_on_a_live_hang_card_stops_the_stuck_cell(fresh_page, lab):
     )
     assert "KeyboardInterrupt" in cell(page, 1).locator(".jp-OutputArea").inner_text()
     assert interrupt.count() == 0  # the kernel is idle: nothing left to interrupt
+
+
+#: A guarded cell that runs a while, its live panel a widget the guard updates from a thread.
+RUNS_A_WHILE = "%%gpuguard --interval 0.25\nimport time\nfor _ in range(60):\n    time.sleep(0.25)"
+
+
+def test_8_the_kernel_stays_busy_while_a_guarded_cell_shows_its_live_panel(fresh_page, lab):
+    """Issue 35, item 12: the widget manager asks ipykernel 7 for a subshell as the panel
+    shows; that request's ``idle`` made the toolbar and status bar say Idle for the whole run.
+    The status is sampled as the page shows it, from the panel's first update on."""
+    page = fresh_page
+    name = write_notebook(lab, "busy.ipynb", ["%load_ext ipy_gpuguard", RUNS_A_WHILE])
+    open_notebook(page, lab, name)
+    run_cell(page, 0)
+    start_cell(page, 1)
+    cell(page, 1).locator(".jupyter-widgets").first.wait_for(timeout=60_000)
+    states = page.evaluate(
+        """async () => {
+            const states = [];
+            for (let i = 0; i < 20; i++) {
+                states.push(window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status);
+                await new Promise(resolve => setTimeout(resolve, 250));
+            }
+            return states;
+        }"""
+    )
+    running = page.evaluate(
+        "window.jupyterapp.shell.currentWidget.content.widgets[1].model.executionState"
+    )
+    assert running == "running"  # still running after the samples: they were all in its run
+    assert set(states) == {"busy"}, states
+    wait_for_kernel(page, "idle")
+
+
+def test_9_a_hung_cell_reloaded_keeps_its_interrupt_and_a_restart_leaves_words(fresh_page, lab):
+    """Issue 35, item 13: the page reloaded while a guarded cell hangs no longer knows the cell
+    runs; the hang card asks the kernel's record and still offers Interrupt. A restart then
+    turns the live panel into its words, never "Error displaying widget: model not found"."""
+    page = fresh_page
+    name = write_notebook(lab, "hung.ipynb", ["%load_ext ipy_gpuguard", STUCK])
+    open_notebook(page, lab, name)
+    run_cell(page, 0)
+    start_cell(page, 1)
+    interrupt = cell(page, 1).locator(f"{CARD} button[data-action=interrupt]")
+    interrupt.wait_for(timeout=60_000)
+    page.evaluate(f"{CURRENT}.context.save()")
+    page.wait_for_function(f"!{CURRENT}.context.model.dirty")
+    page.reload()
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    interrupt.wait_for(timeout=60_000)  # the reloaded page's card
+    shoot(page, "9-hang-card-reloaded")
+
+    page.evaluate(f"{CURRENT}.sessionContext.session.kernel.restart()")
+    wait_for_kernel(page, "idle")
+    outputs = cell(page, 1).locator(".jp-OutputArea")
+    outputs.get_by_text("the kernel was restarted while this cell ran").wait_for(timeout=30_000)
+    assert interrupt.count() == 0  # nothing runs in the new kernel
+    page.evaluate(f"{CURRENT}.context.save()")
+    page.wait_for_function(f"!{CURRENT}.context.model.dirty")
+    page.reload()
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    wait_for_kernel(page, "idle")
+    text = cell(page, 1).locator(".jp-OutputArea").inner_text()
+    assert "the kernel was restarted while this cell ran" in text
+    assert "model not found" not in text
+    assert "Loading widget" not in text
+    shoot(page, "9-restarted-and-reloaded")
