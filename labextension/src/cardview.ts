@@ -17,19 +17,28 @@ export interface ICardActivity {
   running?: string;
   message?: string;
   ok?: boolean;
-  output?: string;
+}
+
+/** Longer than this, the output an action left is folded (its summary says how long it is). */
+export const FOLD_LINES = 20;
+
+/** The output of the card's last action that printed, which the renderer puts in its slot. */
+export interface IOutputFold {
+  /** Its number of lines once the action has ended; `null` while it runs (shown unfolded). */
+  lines: number | null;
 }
 
 /**
- * The whole card as DOM: title and summary, its buttons, what the last action said, the facts,
- * the memory chart, the retry's attempts, the remedies (folded) and the evidence. Text from
- * the error is set as text, never as HTML.
+ * The whole card as DOM: title and summary, its buttons, what the last action said, the retry's
+ * attempts and what they printed, the facts, the memory chart, the remedies (folded) and the
+ * evidence. Text from the error is set as text, never as HTML.
  */
 export function cardView(
   card: ICard,
   buttons: IButtonState[],
   activity: ICardActivity,
-  click: (action: string) => void
+  click: (action: string) => void,
+  output: IOutputFold | null = null
 ): HTMLElement {
   const words = card.words ?? NO_WORDS;
   const root = el('div', `jp-GpuGuard-cardBody jp-GpuGuard-kind-${card.kind}`);
@@ -68,11 +77,11 @@ export function cardView(
     status.classList.toggle('jp-GpuGuard-failed', activity.ok === false);
     root.append(status);
   }
-  if (activity.running && activity.output) {
-    root.append(el('pre', 'jp-GpuGuard-output', activity.output));
-  }
   if (card.retry) {
     root.append(retryView(card.retry, words));
+  }
+  if (output) {
+    root.append(outputView(output));
   }
   if (words.reclaim) {
     root.append(el('div', 'jp-GpuGuard-line', words.reclaim));
@@ -98,7 +107,7 @@ export function cardView(
     const remedies = el('div', 'jp-GpuGuard-remedies');
     remedies.append(el('div', 'jp-GpuGuard-heading', 'What to do'));
     card.remedies.forEach((remedy, index) => {
-      const details = el('details', 'jp-GpuGuard-remedy') as HTMLDetailsElement;
+      const details = fold('jp-GpuGuard-remedy', `remedy-${index}`);
       details.open = index === 0;
       details.append(el('summary', '', remedy.title), el('div', 'jp-GpuGuard-why', remedy.why));
       if (remedy.steps.length) {
@@ -121,7 +130,7 @@ export function cardView(
     root.append(remedies);
   }
   if (card.evidence.length) {
-    const evidence = el('details', 'jp-GpuGuard-evidence');
+    const evidence = fold('jp-GpuGuard-evidence', 'evidence');
     evidence.append(
       el('summary', '', `Evidence (${card.rule_id})`),
       el('pre', '', card.evidence.join('\n'))
@@ -170,15 +179,48 @@ function retryView(retry: IRetryState, words: ICardWords): HTMLElement {
 }
 
 /**
+ * What the action printed, in a slot for JupyterLab's output area: open while it runs, folded
+ * once it has ended when it is long. A fold of its own while it runs, so that the fold the person
+ * sees when it ends is the one its length asks for.
+ */
+function outputView(output: IOutputFold): HTMLElement {
+  const running = output.lines === null;
+  const details = fold('jp-GpuGuard-output', running ? 'output-running' : 'output');
+  details.open = running || (output.lines ?? 0) <= FOLD_LINES;
+  details.append(el('summary', '', outputSummary(output)), el('div', 'jp-GpuGuard-outputSlot'));
+  return details;
+}
+
+/** The summary of the output's fold: how long it is, once the action has ended. */
+export function outputSummary(output: IOutputFold): string {
+  if (output.lines === null) {
+    return 'Output';
+  }
+  return `Output (${output.lines === 1 ? '1 line' : `${output.lines} lines`})`;
+}
+
+/** A section the person folds; `key` names it across redraws (sections come and go). */
+function fold(className: string, key: string): HTMLDetailsElement {
+  const details = el('details', className) as HTMLDetailsElement;
+  details.dataset.fold = key;
+  return details;
+}
+
+/**
  * Carry into a card drawn anew what the person has in hand in the old one: each section folded
  * open or closed as it was, and each button as the same element, brought up to date. A live
  * hang card is drawn anew four times a second; a new button under the pointer between its press
  * and its release would lose the click.
  */
 export function carryOver(previous: Element, next: Element): void {
-  const folds = Array.from(previous.querySelectorAll('details'), details => details.open);
-  next.querySelectorAll('details').forEach((details, index) => {
-    details.open = folds[index] ?? details.open;
+  const folds = new Map(
+    Array.from(previous.querySelectorAll<HTMLDetailsElement>('details[data-fold]'), details => [
+      details.dataset.fold,
+      details.open
+    ])
+  );
+  next.querySelectorAll<HTMLDetailsElement>('details[data-fold]').forEach(details => {
+    details.open = folds.get(details.dataset.fold) ?? details.open;
   });
   const buttons = new Map(
     Array.from(previous.querySelectorAll<HTMLButtonElement>('button[data-action]'), button => [

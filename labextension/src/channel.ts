@@ -1,4 +1,5 @@
 import { ISessionContext } from '@jupyterlab/apputils';
+import * as nbformat from '@jupyterlab/nbformat';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { UUID } from '@lumino/coreutils';
 import { ISignal, Signal } from '@lumino/signaling';
@@ -13,8 +14,8 @@ export interface IActionProgress {
   /** A display bundle the kernel showed, and its display id (a card's is the card's id). */
   display?: KernelMessage.IUpdateDisplayDataMsg['content']['data'];
   displayId?: string;
-  /** A line the kernel printed while it ran (the cell's output during a retry). */
-  stream?: string;
+  /** What the kernel printed while it ran (the cell's output during a retry), as it came. */
+  stream?: nbformat.IStream;
 }
 
 /**
@@ -119,7 +120,8 @@ export class ActionsChannel {
           const transient = msg.content.transient as { display_id?: string } | undefined;
           progress({ display: msg.content.data, displayId: transient?.display_id });
         } else if (KernelMessage.isStreamMsg(msg)) {
-          progress({ stream: msg.content.text });
+          const { name, text } = msg.content;
+          progress({ stream: { output_type: 'stream', name, text } });
         }
       };
     });

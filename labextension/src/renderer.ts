@@ -3,10 +3,12 @@ import { Cell, CodeCell, CodeCellModel, ICellModel } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMime, IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import { Kernel } from '@jupyterlab/services';
+import { OutputArea, OutputAreaModel } from '@jupyterlab/outputarea';
 import { Message } from '@lumino/messaging';
 import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
+import { ActionOutputs, lineCount, savedMetadata, savedOutput } from './actionoutput';
 import { requestAPI } from './api';
 import { applyBatchEdit } from './celledit';
 import { ActionsChannel, ActionsChannels, IActionProgress } from './channel';
@@ -40,6 +42,8 @@ const INTERRUPT = 'interrupt';
  */
 const activities = new Map<string, ICardActivity>();
 const activityChanged = new Signal<Map<string, ICardActivity>, string>(activities);
+/** What each card's last action printed, which stays too (and is saved with the card). */
+const actionOutputs = new ActionOutputs();
 
 function setActivity(cardId: string, activity: ICardActivity): void {
   activities.set(cardId, activity);
@@ -59,6 +63,7 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     const card = model.data[CARD_MIME] as unknown as ICard;
     this.node.dataset.kind = card.kind;
+    actionOutputs.restore(card.id, model.metadata);
     if (card.version !== SCHEMA_VERSION || !card.words) {
       // A card of another version of the guard: its own HTML says what it says.
       this._card = null;
@@ -87,6 +92,7 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
   protected onAfterAttach(msg: Message): void {
     super.onAfterAttach(msg);
     activityChanged.connect(this._onActivity, this);
+    actionOutputs.changed.connect(this._onActivity, this);
     const panel = this._panel();
     panel?.sessionContext.kernelChanged.connect(this._render, this);
     this._hostModel = this._hostCell()?.model ?? null;
@@ -96,6 +102,10 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
 
   protected onBeforeDetach(msg: Message): void {
     activityChanged.disconnect(this._onActivity, this);
+    actionOutputs.changed.disconnect(this._onActivity, this);
+    if (this._outputArea?.isAttached) {
+      Widget.detach(this._outputArea);
+    }
     this._panel()?.sessionContext.kernelChanged.disconnect(this._render, this);
     this._hostModel?.stateChanged.disconnect(this._render, this);
     this._hostModel = null;
@@ -122,16 +132,50 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
       channel.open(card.id); // the guard is loaded wherever a new card is shown
     }
     const activity = activities.get(card.id) ?? {};
+    const area = this._outputAreaOf(actionOutputs.get(card.id));
+    if (area?.isAttached) {
+      Widget.detach(area); // out of the card drawn before, into the one drawn now
+    }
     const view = cardView(
       card,
       this._buttons(card, kernel, channel),
       activity,
-      action => void this._click(action)
+      action => void this._click(action),
+      area ? { lines: activity.running ? null : lineCount(area.model) } : null
     );
     // The card is drawn anew whenever the kernel's state changes: keep what the person folded
     // open or closed, and the buttons they may be pressing, as they were.
     carryOver(this.node, view);
     this.node.replaceChildren(view);
+    const slot = view.querySelector<HTMLElement>('.jp-GpuGuard-outputSlot');
+    if (area && slot && this.isAttached) {
+      Widget.attach(area, slot);
+    }
+  }
+
+  /**
+   * The output area that shows `model` (what the card's last action printed), as a notebook
+   * shows a cell's output: JupyterLab's own, with the application's renderers. A new model
+   * (a new action printed) gets a new area.
+   */
+  private _outputAreaOf(model: OutputAreaModel | undefined): OutputArea | null {
+    if (this._outputArea && this._outputArea.model !== model) {
+      if (this._outputArea.isAttached) {
+        Widget.detach(this._outputArea);
+      }
+      this._outputArea.dispose();
+      this._outputArea = null;
+    }
+    if (model && !this._outputArea) {
+      this._outputArea = new OutputArea({ model, rendermime: this._host.rendermime });
+    }
+    return this._outputArea;
+  }
+
+  dispose(): void {
+    this._outputArea?.dispose();
+    this._outputArea = null;
+    super.dispose();
   }
 
   /** The card's buttons, each disabled with its reason where it cannot act now. */
@@ -248,7 +292,7 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
         { action: APPLY_TO_CELL, card: card.id, args: { batch_size: size } },
         () => undefined
       );
-      this._keepResult(card.id, result);
+      await this._keepResult(card.id, result);
     } catch {
       // The kernel went away: the cell holds the size, which is what Apply is for.
     }
@@ -262,7 +306,7 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
     }
     const channel = this._host.channels.get(kernel);
     const running = `${offer.label}…`;
-    let output = '';
+    let first = true;
     setActivity(card.id, { running });
     const progress = (update: IActionProgress) => {
       // Only the card's own display: an attempt shows its panel's summary too.
@@ -270,8 +314,9 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
         this._replaceOutput(card.id, update.display);
       }
       if (update.stream) {
-        output = (output + update.stream).split('\n').slice(-12).join('\n');
-        setActivity(card.id, { running, output });
+        // Into the card's output area, which shows it as the cell's own output would.
+        actionOutputs.add(card.id, update.stream, first);
+        first = false;
       }
     };
     let result: IActionResult;
@@ -281,7 +326,7 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
       setActivity(card.id, { message: `${offer.label}: ${(error as Error).message}`, ok: false });
       return;
     }
-    this._keepResult(card.id, result);
+    await this._keepResult(card.id, result);
     // An action that ran attempts is reported by the card itself (its attempts and verdict);
     // the kernel's message is the verdict's first line, in the words of its text card.
     const attempted =
@@ -292,28 +337,37 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
   /**
    * The card as an action left it, with its HTML and text, in place of its output, so that the
    * saved notebook shows it in every frontend (the kernel's display updates reach only the cell
-   * that first showed it).
+   * that first showed it). What the card's last action printed goes with it: as stream outputs
+   * in the bundle's metadata, which this renderer shows again, and drawn by this page's own
+   * renderers into the HTML (a fold) and the text, which every other frontend shows.
    */
-  private _keepResult(cardId: string, result: IActionResult): void {
+  private async _keepResult(cardId: string, result: IActionResult): Promise<void> {
     if (!result.card) {
       return;
     }
     const bundle: Record<string, any> = { [CARD_MIME]: result.card };
+    const model = actionOutputs.get(cardId);
+    const output = model ? await savedOutput(model, this._host.rendermime) : null;
     if (result.html) {
-      bundle['text/html'] = result.html;
+      bundle['text/html'] = result.html + (output?.html ?? '');
     }
     if (result.text) {
-      bundle['text/plain'] = result.text;
+      bundle['text/plain'] = output ? `${result.text}\n\n${output.text}` : result.text;
     }
-    this._replaceOutput(cardId, bundle);
+    this._replaceOutput(cardId, bundle, output ? savedMetadata(output.outputs) : undefined);
   }
 
   /**
    * Put the card's new display bundle in place of its output in the notebook's model, so that
    * the saved notebook keeps what the action did (the kernel's display update went to the
    * comm's message, which no output area listens to). The whole bundle: text and HTML too.
+   * The output's metadata stays unless it is given (it carries what the last action printed).
    */
-  private _replaceOutput(cardId: string, data: Record<string, any>): void {
+  private _replaceOutput(
+    cardId: string,
+    data: Record<string, any>,
+    metadata?: Record<string, any>
+  ): void {
     const panel = this._panel();
     for (const cell of panel?.content.widgets ?? []) {
       if (!(cell instanceof CodeCell)) {
@@ -323,8 +377,13 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
       for (let index = 0; index < outputs.length; index++) {
         const shown = outputs.get(index).data[CARD_MIME] as unknown as ICard | undefined;
         if (shown?.id === cardId) {
-          const bundle = data[CARD_MIME] ? data : { ...outputs.get(index).data, ...data };
-          outputs.set(index, { output_type: 'display_data', data: bundle, metadata: {} });
+          const shownOutput = outputs.get(index);
+          const bundle = data[CARD_MIME] ? data : { ...shownOutput.data, ...data };
+          outputs.set(index, {
+            output_type: 'display_data',
+            data: bundle,
+            metadata: metadata ?? shownOutput.metadata
+          });
           return;
         }
       }
@@ -424,6 +483,7 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
   private _statusKernel: Kernel.IKernelConnection | null = null;
   private _hostModel: ICellModel | null = null;
   private _channel: ActionsChannel | null = null;
+  private _outputArea: OutputArea | null = null;
 }
 
 function el(tag: string, text: string): HTMLElement {

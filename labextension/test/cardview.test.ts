@@ -3,7 +3,7 @@ import './dom';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { cardView, carryOver } from '../src/cardview';
+import { cardView, carryOver, FOLD_LINES } from '../src/cardview';
 import { ICard } from '../src/protocol';
 
 /** A card as the kernel sends it after a retry that fixed the cell, with its words. */
@@ -125,4 +125,42 @@ test('a card drawn anew keeps the button under the pointer, up to date, and the 
   button.disabled = false;
   button.click();
   assert.deepEqual(clicked, ['interrupt']);
+});
+
+test("an action's output shows unfolded while it runs, and folded once it has ended long", () => {
+  const running = cardView(card(), [], { running: 'Retry…' }, () => undefined, { lines: null });
+  const during = running.querySelector('details.jp-GpuGuard-output') as HTMLDetailsElement;
+  assert.ok(during.open);
+  assert.equal(during.querySelector('summary')?.textContent, 'Output');
+  assert.ok(during.querySelector('.jp-GpuGuard-outputSlot'), 'the slot of the output area');
+
+  const short = cardView(card(), [], {}, () => undefined, { lines: FOLD_LINES });
+  const kept = short.querySelector('details.jp-GpuGuard-output') as HTMLDetailsElement;
+  assert.ok(kept.open);
+  assert.equal(kept.querySelector('summary')?.textContent, `Output (${FOLD_LINES} lines)`);
+
+  const long = cardView(card(), [], {}, () => undefined, { lines: FOLD_LINES + 1 });
+  assert.ok(!(long.querySelector('details.jp-GpuGuard-output') as HTMLDetailsElement).open);
+  assert.equal(
+    cardView(card(), [], {}, () => undefined).querySelector('.jp-GpuGuard-output'),
+    null
+  );
+});
+
+test('a redraw keeps each fold as the person left it, whatever folds came or went', () => {
+  const evidenced = card();
+  evidenced.evidence = ['OOM when allocating tensor'];
+  const host = document.createElement('div');
+  host.append(cardView(evidenced, [], { running: 'Retry…' }, () => undefined));
+  (host.querySelector('details.jp-GpuGuard-evidence') as HTMLDetailsElement).open = true;
+  // The attempt printed: its output comes before the evidence.
+  const printed = cardView(evidenced, [], { running: 'Retry…' }, () => undefined, { lines: null });
+  carryOver(host, printed);
+  host.replaceChildren(printed);
+  (host.querySelector('details.jp-GpuGuard-output') as HTMLDetailsElement).open = true;
+  // It ended long: folded, whatever it was while it ran; the evidence still open.
+  const ended = cardView(evidenced, [], {}, () => undefined, { lines: FOLD_LINES + 5 });
+  carryOver(host, ended);
+  assert.ok((ended.querySelector('details.jp-GpuGuard-evidence') as HTMLDetailsElement).open);
+  assert.ok(!(ended.querySelector('details.jp-GpuGuard-output') as HTMLDetailsElement).open);
 });

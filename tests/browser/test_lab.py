@@ -337,6 +337,77 @@ def test_5b_a_cell_that_fits_finds_its_largest_batch_from_the_search_card(fresh_
     shoot(page, "5b-climbed")
 
 
+#: The demo's failing cell with Keras' default progress bar (``verbose=1``); an attempt pauses
+#: before its second epoch (after the first one's bar), so that the test sees it while it runs.
+VERBOSE_CELL = """%%gpuguard
+import time
+BATCH_SIZE = 512
+model = build_model()
+pause = keras.callbacks.LambdaCallback(on_epoch_begin=lambda epoch, logs: epoch and time.sleep(5))
+history = model.fit(x, y, batch_size=BATCH_SIZE, epochs=2, callbacks=[pause])"""
+
+#: What a raw terminal stream holds and a notebook output never shows.
+RAW = re.compile(r"[\x1b\b\r]|\[[0-9;]*m")
+
+
+def test_5c_an_attempts_output_renders_as_a_notebook_output_and_is_kept(fresh_page, lab):
+    """Issue 35 item 9: Keras' progress bar showed in the card as escape codes and backspaces
+    while the attempt ran, and was dropped when it ended: the run that fixed the cell left
+    neither its epochs nor its metrics, in the card or in the saved notebook."""
+    page = fresh_page
+    name = write_notebook(lab, "verbose.ipynb", [*_setup_cells(), VERBOSE_CELL])
+    open_notebook(page, lab, name)
+    for index in range(3):
+        run_cell(page, index)
+    card = cell(page, 2).locator(CARD)
+    page.wait_for_function(
+        "document.querySelector('.jp-GpuGuard-card button[data-action=retry]')?.disabled === false"
+    )
+    card.locator("button[data-action=retry]").click()
+    output = card.locator(".jp-GpuGuard-output")
+    page.wait_for_function(  # the first epoch has ended; the attempt pauses before the second
+        """() => /Epoch 1\\/2[^]*64\\/64[^]*loss/.test(
+            document.querySelector('.jp-GpuGuard-card .jp-GpuGuard-output')?.textContent ?? '')""",
+        timeout=180_000,
+    )
+    running = output.text_content()
+    shoot(page, "5c-attempt-running")
+    assert card.locator(".jp-GpuGuard-running").count() == 1, "the attempt has ended already"
+    assert not RAW.search(running), repr(running)
+    assert output.locator("[class*=ansi-]").count() > 0  # the bar's colours, as a notebook shows
+    first_epoch = running.split("Epoch 2/2")[0]
+    assert len(re.findall(r"\d+/64\b", first_epoch)) == 1, running  # the bar redrawn in place
+
+    card.locator(".jp-GpuGuard-verdict", has_text="Fixed: batch size 64 fits").wait_for(
+        timeout=180_000
+    )
+    wait_for_kernel(page, "idle")
+    kept = card.locator("details.jp-GpuGuard-output")
+    assert "Epoch 2/2" in kept.text_content()
+    assert re.search(r"64/64.*loss: [\d.]+", kept.text_content())
+    assert not RAW.search(kept.text_content()), repr(kept.text_content())
+    shoot(page, "5c-attempt-kept")
+
+    save(page)
+    notebook = nbformat.read(lab.notebooks / name, as_version=4)
+    (bundle,) = [
+        output.data
+        for output in notebook.cells[2].outputs
+        if "application/vnd.ipy-gpuguard.card+json" in output.get("data", {})
+    ]
+    for form in ("text/plain", "text/html"):  # what every frontend shows
+        assert "Epoch 2/2" in bundle[form], form
+        assert "loss: " in bundle[form], form
+        assert not RAW.search(bundle[form]), (form, bundle[form])
+
+    page.reload()  # the card drawn from the saved notebook keeps the output, rendered
+    kept = cell(page, 2).locator(f"{CARD} details.jp-GpuGuard-output")
+    kept.wait_for(timeout=60_000)
+    assert "Epoch 2/2" in kept.text_content()
+    assert kept.locator("[class*=ansi-]").count() > 0
+    assert not RAW.search(kept.text_content())
+
+
 def test_6_a_kernel_that_dies_gets_a_post_mortem_naming_its_cell(fresh_page, lab):
     page = fresh_page
     dying = "%%gpuguard\nimport os, time\ntime.sleep(1.5)  # a sample of the devices is recorded\nos._exit(1)"
