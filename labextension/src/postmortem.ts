@@ -19,7 +19,14 @@ export function watchKernelDeaths(tracker: INotebookTracker): void {
     panel.sessionContext.statusChanged.connect((context, status) => {
       const kernel = context.session?.kernel;
       if (status === 'restarting') {
-        stopLivePanels(panel, true); // the person's restart: nothing to report
+        // The person's restart, or the server's after a death: a restart by the server is
+        // followed, in a microtask the kernel connection queued before this signal, by
+        // 'autorestarting', which reports it; this check comes after that one.
+        void Promise.resolve().then(() => {
+          if (context.session?.kernel?.status === 'restarting') {
+            stopLivePanels(panel, true);
+          }
+        });
       } else if (status === 'autorestarting' || status === 'dead') {
         stopLivePanels(panel, false);
         if (kernel && reported !== kernel.id) {

@@ -410,12 +410,13 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
    * Whether the card's kernel records its cell as running, for a page reloaded while the cell
    * hangs: the page no longer knows that its cell runs, and the kernel, stuck, cannot answer on
    * the comm. Its recorded state comes from the server extension, asked again when the
-   * kernel's status changes; only a busy kernel runs a cell (a restarted one keeps the record
-   * of the kernel before it until the guard loads again).
+   * kernel's status changes. Only a busy kernel runs a cell (a restarted one keeps the record
+   * of the kernel before it until the guard loads again); a stuck one, which cannot answer the
+   * reloaded page's first request, stays of unknown status.
    */
   private _recordedRunning(card: ICard, kernel: Kernel.IKernelConnection | null): boolean {
     this._watchStatus(kernel);
-    if (!kernel || kernel.status !== 'busy') {
+    if (!kernel || (kernel.status !== 'busy' && kernel.status !== 'unknown')) {
       this._recordAsked = '';
       return false;
     }
