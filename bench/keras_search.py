@@ -119,8 +119,7 @@ def _judge(error: BaseException, ran: RunOutcome) -> RunOutcome:
     return replace(ran, error=type(error).__name__, out_of_memory=True)
 
 
-#: The guard's measurer. The model draws no unseeded random numbers: after the clear of Keras'
-#: session that follows a failure of the person's code, its step functions retrace as they are.
+#: The guard's measurer: its training calls use the model's own step functions.
 MEASURER = Measurer(
     PeakReader(lambda: None, lambda: None), _judge, contextlib.nullcontext, contextlib.nullcontext
 )

@@ -106,8 +106,6 @@ class Runners:
     run: Callable[[Rewrite, FitWatch], RunOutcome]
     measure: Callable[[FitCall, int], RunOutcome] | None = None
     hold: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
-    #: Lets go of what ``measure`` holds of the model once a search is over.
-    forget: Callable[[], None] = lambda: None
     #: Whether the person's Stop came while the guard's own steps held it: no attempt follows.
     stop_requested: Callable[[], bool] = lambda: False
 
@@ -223,7 +221,6 @@ class CellRetry:
         """Let go of the model and the data the search measured with, once it is over: a card
         kept for later must not pin them."""
         self.fit_call = None
-        self.runners.forget()
 
     def by_whole_runs(self, why: SearchNote) -> None:
         """Sizes cannot be measured with the guard's own calls (``why``): search by whole runs."""

@@ -21,7 +21,7 @@ import sys
 import warnings
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .outcome import RunOutcome
@@ -130,19 +130,19 @@ class Measurer:
 
     ``hold``: a block in which the person's Stop is held, then honoured (putting the model back
     is never cut in half); ``let_through``: a block in which it stops the training at once
-    (even inside a hold). ``dropped_seed_generators``: how many times a clear of Keras' session
-    (the guard's, after the cell's failure, once the card shows) dropped Keras' global seed
-    generator, asked at each measurement (see :meth:`_traceable`).
+    (even inside a hold). ``judge``: the diagnosis of a failure.
+
+    The measurements train with the model's own step functions (``train_function``), whose
+    traces the person's last run then reuses: step functions of the guard's own cost two traces
+    more a search. (The guard's clear of Keras' session keeps what a retrace of them needs:
+    :func:`~ipy_gpuguard.shell.reclaim.clear_keras_session`.)
     """
 
     peak: PeakReader
     judge: Judge
     hold: Callable[[], AbstractContextManager[Any]]
     let_through: Callable[[], AbstractContextManager[Any]]
-    dropped_seed_generators: Callable[[], int] = lambda: 0
     steps: int = PROBE_STEPS
-    #: The drops of the global seed generator that each model's step functions were renewed after.
-    _renewed: dict[int, int] = field(default_factory=dict)
 
     def measure(self, call: FitCall, size: int) -> RunOutcome:
         """Train ``call``'s model for ``1 + steps`` steps at ``size`` (and validate one step),
@@ -154,7 +154,6 @@ class Measurer:
         try:
             self.peak.reset()
             with self.let_through() as noted:
-                self._traceable(call.model)
                 _train(call, size, 1 + self.steps)
             outcome = replace(outcome, peak_bytes=self.peak.read())
         except KeyboardInterrupt:
@@ -170,29 +169,6 @@ class Measurer:
         if getattr(noted, "received", False) or getattr(held, "received", False):
             outcome = replace(outcome, finished=False, interrupted=True, error=None)
         return outcome
-
-    def forget(self) -> None:
-        """Let go of what was renewed: a later search asks afresh."""
-        self._renewed.clear()
-
-    def _traceable(self, model: Any) -> None:
-        """Train with the model's own step functions, whose traces the person's later runs
-        reuse, unless a clear of Keras' session dropped its global seed generator since they
-        were last renewed: then once more anew, as ``compile`` makes them. A step function that
-        an unseeded random op was traced in cannot retrace it after such a clear (the op makes
-        the generator, a variable, again, and ``tf.function`` makes variables on its first trace
-        only); a model with none retraces as before."""
-        drops = self.dropped_seed_generators()
-        if drops == 0 or self._renewed.get(id(model)) == drops:
-            return
-        for name in _STEP_FUNCTIONS:
-            if getattr(model, name, None) is not None:
-                setattr(model, name, None)  # made again by ``fit``, as after ``compile``
-        self._renewed[id(model)] = drops
-
-
-#: Keras' compiled step functions on a model (``make_train_function`` makes one when ``None``).
-_STEP_FUNCTIONS = ("train_function", "test_function")
 
 
 def _train(call: FitCall, size: int, steps: int) -> None:

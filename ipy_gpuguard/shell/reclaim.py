@@ -10,10 +10,11 @@ out-of-memory error (and the card says so).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import inspect
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import FrameType, ModuleType
 from typing import Any
 
@@ -89,22 +90,9 @@ def _clear_frame(frame: FrameType) -> int:
     return 1
 
 
-class _DroppedSeedGenerators:
-    """How many times the guard's clear of Keras' session dropped Keras' global seed generator
-    in this process: the variable an unseeded random op makes while a step is traced, which a
-    step function traced before the clear cannot make again on a retrace (see
-    :meth:`~ipy_gpuguard.retry.measure.Measurer._traceable`)."""
-
-    count = 0
-
-
-def dropped_seed_generators() -> int:
-    """How many times the guard's clear of Keras' session dropped its global seed generator."""
-    return _DroppedSeedGenerators.count
-
-
 def clear_keras_session(modules: Mapping[str, ModuleType]) -> None:
-    """``keras.backend.clear_session()``, keeping the dtype policy (mixed precision) it resets.
+    """``keras.backend.clear_session()``, keeping the dtype policy (mixed precision) it resets
+    and the random state the person's step functions were traced with.
 
     Only when Keras is already imported: importing it here would cost seconds.
     """
@@ -112,28 +100,42 @@ def clear_keras_session(modules: Mapping[str, ModuleType]) -> None:
     backend = getattr(keras, "backend", None)
     if backend is None or not hasattr(backend, "clear_session"):
         return
-    if _holds_global_seed_generator():
-        _DroppedSeedGenerators.count += 1
     config: Any = getattr(keras, "config", None)
     keeps_policy = hasattr(config, "dtype_policy") and hasattr(config, "set_dtype_policy")
     policy = config.dtype_policy() if keeps_policy else None
-    try:
-        backend.clear_session(free_memory=False)  # the caller collects once, afterwards
-    except TypeError:  # Keras 2 has no free_memory argument
-        backend.clear_session()
+    with _random_state_kept():
+        try:
+            backend.clear_session(free_memory=False)  # the caller collects once, afterwards
+        except TypeError:  # Keras 2 has no free_memory argument
+            backend.clear_session()
     if keeps_policy:
         config.set_dtype_policy(policy)
 
 
-def _holds_global_seed_generator() -> bool:
-    """Whether Keras' session holds its global seed generator (where this Keras does not say,
-    as if it did: a step function made anew costs a trace, one that cannot retrace fails)."""
+@contextlib.contextmanager
+def _random_state_kept() -> Iterator[None]:
+    """Keep Keras 3's global seed generator and random seed across the clear. An unseeded
+    random op (``keras.random.uniform(..., seed=None)``) makes that generator, a variable,
+    while a step is traced; dropped, a retrace of a step function traced before would make it
+    again, and ``tf.function`` makes variables on its first trace only: the person's next
+    ``fit`` at another size, or the guard's retry of it, failed with "Creating variables on a
+    non-first call to a function decorated with tf.function". Two numbers of state: nothing
+    a clear frees memory by dropping."""
     try:
         from keras.src.backend.common import global_state
         from keras.src.random.seed_generator import GLOBAL_SEED_GENERATOR
-    except ImportError:
-        return True
-    return global_state.get_global_attribute(GLOBAL_SEED_GENERATOR) is not None
+        from keras.src.utils.rng_utils import GLOBAL_RANDOM_SEED
+    except ImportError:  # Keras 2: its unseeded ops make no variable
+        yield
+        return
+    names = (GLOBAL_SEED_GENERATOR, GLOBAL_RANDOM_SEED)
+    kept = {name: global_state.get_global_attribute(name) for name in names}
+    try:
+        yield
+    finally:
+        for name, value in kept.items():
+            if value is not None:
+                global_state.set_global_attribute(name, value)
 
 
 def release_cached_blocks(modules: Mapping[str, ModuleType]) -> None:

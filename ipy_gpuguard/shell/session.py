@@ -57,7 +57,6 @@ from .kernel_state import KernelStateFile
 from .live_hang import LiveHangCards
 from .native_log import PipeDrain
 from .options import GuardOptions, check_timeout
-from .reclaim import dropped_seed_generators
 from .remediation import (
     Failure,
     Policy,
@@ -500,19 +499,12 @@ class GuardSession:
             quiet_run = dataclasses.replace(failed_run, log_lines=())
             return attempt_failed(error, quiet_run, ran, previous, measured=True)
 
-        measurer = Measurer(
-            finished.run.probe_peaks(),
-            judge,
-            held_interrupt,
-            noted_interrupts,
-            dropped_seed_generators=dropped_seed_generators,
-        )
+        measurer = Measurer(finished.run.probe_peaks(), judge, held_interrupt, noted_interrupts)
         return Runners(
             self.run_attempt,
             measurer.measure,
             held_interrupt,
-            measurer.forget,
-            lambda: self._holding is not None and self._holding.received,
+            stop_requested=lambda: self._holding is not None and self._holding.received,
         )
 
     def _show_search(

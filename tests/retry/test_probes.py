@@ -293,13 +293,9 @@ COUNTED = MODEL.replace("model = keras.Sequential([", "model = Counted([").repla
 )
 
 
-def test_a_search_from_a_size_that_fits_reuses_the_models_traces(keras_shell, monkeypatch):
+def test_a_search_from_a_size_that_fits_reuses_the_models_traces(keras_shell):
     """The guard's measurements train with the model's own step function: its traces serve
-    them and the last run. Step functions of the guard's own were traced twice more (see the
-    closing note of issue 34 for what that cost)."""
-    from ipy_gpuguard.shell import reclaim
-
-    monkeypatch.setattr(reclaim._DroppedSeedGenerators, "count", 0)
+    them and the last run. Step functions of the guard's own were traced twice more."""
     assert keras_shell.run_cell(COUNTED).success
     result = keras_shell.run_cell(SEARCH_FROM.format(start=64))
     ns = keras_shell.user_ns
@@ -309,15 +305,9 @@ def test_a_search_from_a_size_that_fits_reuses_the_models_traces(keras_shell, mo
     assert len(ns["traces"]) == 2, ns["traces"]
 
 
-def test_a_search_after_a_failure_retraces_the_models_step_function_as_it_is(
-    keras_shell, monkeypatch
-):
-    """The cell's run fails and the guard clears Keras' session; the model draws no unseeded
-    random numbers, so nothing a retrace makes was dropped: the measurements retrace the
-    model's own step function, once for any size."""
-    from ipy_gpuguard.shell import reclaim
-
-    monkeypatch.setattr(reclaim._DroppedSeedGenerators, "count", 0)
+def test_a_search_after_a_failure_retraces_the_models_step_function_once(keras_shell):
+    """The cell's run fails and the guard clears Keras' session: the measurements retrace the
+    model's own step function, once for any size, and the last run reuses it."""
     assert keras_shell.run_cell(COUNTED).success
     result = keras_shell.run_cell(SEARCH_FROM.format(start=1024))
     ns = keras_shell.user_ns
@@ -326,28 +316,34 @@ def test_a_search_after_a_failure_retraces_the_models_step_function_as_it_is(
     assert len(ns["traces"]) == 2, ns["traces"]  # the cell's run at 1024, then any size
 
 
-#: ``COUNTED`` with its cliff's noise unseeded: drawn from Keras' global seed generator, which
-#: a trace makes as a variable; after ``clear_session`` a retrace would make it again.
+#: ``COUNTED`` with its cliff's noise unseeded: drawn from Keras' global seed generator, a
+#: variable that the step's first trace makes.
 UNSEEDED = COUNTED.replace("seed=self.seed)", "seed=None)")
 
 
-def test_after_a_clear_that_dropped_the_seed_generator_the_step_functions_are_made_anew(
-    keras_shell, monkeypatch
-):
-    """The cell's run fails, the guard clears Keras' session and with it the global seed
-    generator the model's unseeded op made: the model's step function, traced before, cannot
-    retrace the op (a variable made outside its first trace). The search makes it anew, as
-    ``compile`` does, and its traces serve the measurements and the last run."""
-    from ipy_gpuguard.shell import reclaim
-
-    monkeypatch.setattr(reclaim._DroppedSeedGenerators, "count", 0)
+def test_a_model_with_an_unseeded_random_op_is_searched_after_the_guards_clear(keras_shell):
+    """The guard's clear of Keras' session keeps its global seed generator: dropped, a retrace
+    of the model's step function, traced before, would make it again ("Creating variables on
+    a non-first call to a function decorated with tf.function")."""
     assert keras_shell.run_cell(UNSEEDED).success
     result = keras_shell.run_cell(SEARCH_FROM.format(start=1024))
     ns = keras_shell.user_ns
     assert result.error_in_exec is None
     assert 0.9 * LIMIT <= ns["BATCH"] <= LIMIT
     assert int(ns["model"].optimizer.iterations) == steps(ns["BATCH"])
-    # The cell's run at 1024; after the clear, the function made anew: two traces for the first
-    # size measured (TensorFlow traces a first call that makes a variable twice), one for any
-    # size after.
-    assert len(ns["traces"]) == 4, ns["traces"]
+
+
+def test_a_model_with_an_unseeded_random_op_is_retried_whole_after_the_guards_clear(
+    keras_shell, capsys
+):
+    """The same for a retry by whole runs, and for the person's own next ``fit``: each ran the
+    model's step function at a new size after the guard's clear, and failed "not for memory"."""
+    assert keras_shell.run_cell(UNSEEDED).success
+    result = keras_shell.run_cell(
+        "%%gpuguard --auto-retry\n"
+        "BATCH = 1024\n"
+        "model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)\n"
+    )
+    assert result.error_in_exec is None, capsys.readouterr().out
+    assert keras_shell.user_ns["BATCH"] <= LIMIT
+    assert keras_shell.run_cell("model.fit(x, y, batch_size=100, epochs=1, verbose=0)").success
