@@ -16,6 +16,7 @@ def jp_server_config():
     return {"ServerApp": {"jpserver_extensions": {"ipy_gpuguard": True, "jupyterlab": True}}}
 
 
+@pytest.mark.lab
 async def test_the_lab_page_leaves_subshell_requests_out_of_the_kernels_status(jp_fetch):
     response = await jp_fetch("lab", method="GET")
     page = response.body.decode()

@@ -18,14 +18,16 @@ from .venvs import PYTHONS, ROOT, venv
 #: A stack's venv downloads and installs its framework first: minutes, not the usual limit.
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(1200)]
 
-#: The unit suites: each room's tests, but those that need a kernel, a browser, a GPU or a
-#: framework (the integration tests at the top of tests/ run on the main Python).
+#: The unit suites: each room's tests, but those that need a kernel, a browser, a GPU, a
+#: framework or JupyterLab (the integration tests at the top of tests/ run on the main Python).
+#: These venvs have no JupyterLab: their server extension tests run on a bare jupyter_server.
 UNIT_SUITES = (
     "cards", "diagnosis", "doctor", "protocol", "retry", "server", "shell", "telemetry", "ui",
     "watchdog", "test_house.py",
 )  # fmt: skip
 UNIT_MARKERS = (
     "not kernel and not browser and not gpu and not torch and not stack and not tensorflow"
+    " and not lab"
 )
 #: A test module that imports a framework as it loads is left out whole.
 _IMPORTS_A_FRAMEWORK = re.compile(r"^(?:import|from) (?:tensorflow|keras|jax)\b", re.MULTILINE)
