@@ -133,14 +133,17 @@ def shorten(
     return ThreadStack(name, ident, is_main, user_frames, calls_into, waits_in, run_by_library)
 
 
-def main_thread_position(name_cell: CellNamer | None = None) -> tuple[int, int, int] | None:
-    """Where the main thread is: its innermost frame, that frame's line, and the stack's depth;
-    ``None`` when the cell's code is not on its stack (with ``name_cell``, which knows the
-    cell's files): the cell has ended, or not begun.
+def main_thread_position(name_cell: CellNamer | None = None) -> tuple[int, int, int, int] | None:
+    """Where the main thread is: its innermost frame's code, line and instruction, and the
+    stack's depth; ``None`` when the cell's code is not on its stack (with ``name_cell``, which
+    knows the cell's files): the cell has ended, or not begun.
 
-    Two equal positions a while apart mean the main thread has not moved: it is inside one
-    native call (or the same line came round again exactly at both looks). A cell that left its
-    code (an exception unwinding into IPython's traceback) has not moved on.
+    Two equal positions a while apart mean the main thread has not moved on: it is inside one
+    native call, or it calls the same function from the same place again and again (a loop
+    polling for data that never comes). The frame object itself is not part of it: a new call's
+    frame may or may not reuse a finished one's memory, as the other threads' allocations
+    happen to fall, and a polling loop was a stall or not by chance. A cell that left its code
+    (an exception unwinding into IPython's traceback) has not moved on.
     """
     frame = sys._current_frames().get(threading.main_thread().ident or -1)
     if frame is None:
@@ -152,7 +155,7 @@ def main_thread_position(name_cell: CellNamer | None = None) -> tuple[int, int, 
         if not in_cell and name_cell is not None:
             in_cell = _is_cell(current_frame.f_code.co_filename, name_cell)
         current_frame = current_frame.f_back
-    return (id(frame), frame.f_lineno, depth) if in_cell else None
+    return (id(frame.f_code), frame.f_lineno, frame.f_lasti, depth) if in_cell else None
 
 
 def main_thread_waits() -> int | None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 
 from ipy_gpuguard.watchdog import capture_stacks
-from ipy_gpuguard.watchdog.stacks import is_users, library_of
+from ipy_gpuguard.watchdog.stacks import is_users, library_of, main_thread_position
 
 
 def wait_for_a_batch(source: queue.Queue) -> None:
@@ -125,3 +126,42 @@ def test_the_main_threads_waits_count_each_block():
     for _ in range(5):
         time.sleep(0.01)
     assert main_thread_waits() - before >= 5
+
+
+def _waiting(gate: threading.Lock, held: list) -> None:
+    held.append(sys._getframe())  # this call's frame outlives it: the next call's is another
+    gate.acquire()  # the line the main thread waits at
+
+
+_WAIT_LINE = _waiting.__code__.co_firstlineno + 2
+
+
+def test_a_loop_that_waits_again_at_the_same_place_has_not_moved():
+    """The hang_watchdog notebook's custom loop polls for data that never comes: each wait is a
+    new call, whose frame reused the last one's memory or not as other threads' allocations
+    fell (a live panel drawn from a thread changed them), and the stall was seen or not."""
+    gates = [threading.Lock() for _ in range(30)]  # a new frame's memory is reused or not
+    for gate in gates:
+        gate.acquire()
+    held: list = []
+    seen = []
+
+    def look() -> None:
+        for index, gate in enumerate(gates):
+            last = None
+            while True:  # blocked at the closed gate: two looks in a row see the same
+                position = main_thread_position()
+                waits = len(held) > index and position is not None and position[1] == _WAIT_LINE
+                if waits and position == last:
+                    break
+                last = position
+            seen.append(position)
+            gate.release()
+
+    looker = threading.Thread(target=look)
+    looker.start()
+    for gate in gates:
+        _waiting(gate, held)  # the same call, from the same line, again and again
+    looker.join()
+    assert len({id(frame) for frame in held}) == len(gates)  # every call a frame of its own
+    assert len(set(seen)) == 1
