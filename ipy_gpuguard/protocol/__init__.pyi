@@ -24,6 +24,7 @@ from .actions import (
 from .card import (
     CARD_MIME,
     CONTROLS_MIME,
+    HIDDEN_CONTROLS,
     NO_WORDS,
     ActionOffer,
     AttemptRecord,
@@ -65,6 +66,7 @@ __all__ = [
     "FIND_MAX",
     "FREE_MEMORY",
     "FRONTEND_ACTIONS",
+    "HIDDEN_CONTROLS",
     "LIVE_PANEL_METADATA",
     "MAX_BATCH_SIZE",
     "NO_WORDS",

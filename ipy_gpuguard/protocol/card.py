@@ -16,6 +16,16 @@ CARD_MIME = "application/vnd.ipy-gpuguard.card+json"
 #: Marks the display of a card's widget buttons: a frontend that renders cards (the lab
 #: extension, whose card carries its own buttons) shows nothing for it, whichever it prefers.
 CONTROLS_MIME = "application/vnd.ipy-gpuguard.controls+json"
+#: What the display of a card's buttons holds once they can no longer act: JupyterLab hides a
+#: widget view without a model id, and nbconvert, finding no such model, shows the empty text.
+HIDDEN_CONTROLS = {
+    "application/vnd.jupyter.widget-view+json": {
+        "version_major": 2,
+        "version_minor": 0,
+        "model_id": "",
+    },
+    "text/plain": "",
+}
 
 #: A fact's value: bytes and counts are integers, shapes lists of integers, the rest text.
 FactData = str | int | float | tuple[int, ...]

@@ -149,7 +149,7 @@ def used_fraction(used_bytes: int | None, total_bytes: int | None) -> float | No
 
 
 def bar_style(fraction: float | None) -> str:
-    """ipywidgets' ``bar_style`` for a memory bar: plain, then ``warning``, then ``danger``."""
+    """A memory bar's style: plain, then ``warning``, then ``danger``."""
     if fraction is None or fraction < WARNING_FRACTION:
         return ""
     return "warning" if fraction < DANGER_FRACTION else "danger"

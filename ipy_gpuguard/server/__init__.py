@@ -1,6 +1,7 @@
 """The jupyter_server extension: the GPU meter's reading and the kernels' recorded state, for
-the lab extension, under authenticated, versioned, read-only endpoints; and a kernel status
-that stays busy while a cell shows widgets (:mod:`.kernel_status`).
+the lab extension, under authenticated, versioned, read-only endpoints; a kernel status that
+stays busy while a cell shows widgets (:mod:`.kernel_status`); and saved notebooks that keep no
+card buttons which die with their kernel (:mod:`.saved_controls`).
 
 It is an :class:`~jupyter_server.extension.application.ExtensionApp` for the one thing a plain
 extension module cannot have in jupyter_server 2: a hook when the server stops, where NVML is
@@ -16,6 +17,7 @@ from jupyter_server.extension.application import ExtensionApp
 from .handlers import DevicesHandler, KernelStateHandler, PostMortemHandler
 from .kernel_status import untrack_subshell_messages
 from .meter import Meter
+from .saved_controls import register
 
 __all__ = ["GPUGuardServer", "Meter"]
 
@@ -34,6 +36,12 @@ class GPUGuardServer(ExtensionApp):
         self.meter = Meter(runtime_dir=self._runtime_dir)
         self.settings["ipy_gpuguard_meter"] = self.meter
         untrack_subshell_messages(self.serverapp)
+        assert self.serverapp is not None  # linked before the settings are made
+        if not register(self.serverapp.contents_manager):
+            self.log.warning(
+                "ipy_gpuguard: this contents manager takes no save hook; a card's buttons saved "
+                "in a notebook show 'model not found' once their kernel is gone"
+            )
 
     def initialize_handlers(self) -> None:
         runtime = {"runtime_dir": self._runtime_dir}

@@ -11,9 +11,10 @@ from typing import Protocol
 
 from IPython.display import DisplayHandle, display
 
-from ..protocol import Action, Card
+from ..protocol import HIDDEN_CONTROLS, Action, Card
 from ..retry import RunOutcome
-from ..ui.card import HIDDEN_CONTROLS, CardControls, StaticCard
+from ..ui.card import CardControls, StaticCard
+from .stream_record import recorded_streams
 
 PREFIX = "ipy_gpuguard · "
 
@@ -37,6 +38,7 @@ class WidgetDisplay:
     lab extension (VS Code, Colab, Notebook 7, JupyterLab without it)."""
 
     def __init__(self, card: Card, send: Callable[[Action], object]) -> None:
+        self._output: tuple[dict[str, str], ...] = ()  # what the last attempt printed
         self._card = _show(StaticCard(card), card.id)
         self.controls = CardControls(card, send)
         try:
@@ -46,21 +48,25 @@ class WidgetDisplay:
             raise
 
     def show(self, card: Card, message: str = "") -> None:
-        self._card.update(StaticCard(card))
+        self._card.update(StaticCard(card, self._output))
         self.controls.show(card, message)
 
     def progress(self, card: Card, line: str) -> None:
-        self._card.update(StaticCard(card))
+        self._card.update(StaticCard(card, self._output))
         self.controls.show(card, line)
 
     def around(self, run: Callable[[], RunOutcome]) -> RunOutcome:
-        """Under the card's buttons, in place of the previous attempt's output."""
+        """Under the card's buttons, in place of the previous attempt's output; the card keeps
+        a copy, which outlives the widget."""
         self.controls.output.clear_output()
-        with self.controls.output:
-            return run()
+        with self.controls.output, recorded_streams() as record:
+            try:
+                return run()
+            finally:
+                self._output = record.outputs()
 
     def freeze(self, card: Card) -> None:
-        self._card.update(StaticCard(card))
+        self._card.update(StaticCard(card, self._output))
         self._controls.update(HIDDEN_CONTROLS, raw=True)
         self.controls.close()
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-from IPython.display import DisplayHandle, display
+from IPython.display import display
 
 from ..diagnosis import DeviceMemory
 from ..record import FailedRun, PanelView, WatchView
@@ -28,12 +27,10 @@ from ..watchdog import (
 from ..watchdog.stacks import CellNamer, main_thread_position
 from ..watchdog.stop_heard import StopHeard
 from .kernel_state import KernelStateFile
+from .live_panel import MemoryPanel
 from .native_log import NativeLogTee, PipeDrain
 from .options import GuardOptions
 from .pending_work import PendingWork
-
-if TYPE_CHECKING:
-    from ..ui.panel import MemoryPanel
 
 
 class GuardedRun:
@@ -94,10 +91,7 @@ class GuardedRun:
         self._allocators = FrameworkAllocators(device_type)
         self._panel: MemoryPanel | None = None
         if options.show_panel and live:
-            from ..ui.panel import MemoryPanel  # ipywidgets takes ~70 ms to import: only when shown
-
-            self._panel = MemoryPanel(self._devices)
-        self._handle: DisplayHandle | None = None
+            self._panel = MemoryPanel()
         self._native_log = NativeLogTee(pipe_drain) if read_native_log else None
         self.log_lines: tuple[str, ...] = ()
         self._allocator_baseline: int | None = None
@@ -131,8 +125,7 @@ class GuardedRun:
             self._allocator_baseline = self.allocator_bytes()
             self._allocators.reset_peaks(info.index for info in self._devices)
             if self._panel is not None:
-                self._panel.draw(self.view, force=True)
-                self._handle = display(self._panel, display_id=True)
+                self._panel.show(self.view())
             if self._native_log is not None:
                 self._native_log.start()
             self._sampler.start()
@@ -144,7 +137,7 @@ class GuardedRun:
             self._stop_watching()
             self._sampler.stop()
             self._stop_native_log()
-            self._close_panel()
+            self._end_panel()
             raise
 
     def finish(self, ended_with: str | None = "") -> PanelView:
@@ -167,14 +160,12 @@ class GuardedRun:
                 self._on_stall(view)
             if self._options.show_panel:
                 summary = PanelSummary(view)
-                if self._handle is not None:
-                    self._handle.update(summary)
-                else:
+                if self._panel is None or not self._panel.end(summary):
                     display(summary)
             return view
         finally:
             self._stop_native_log()
-            self._close_panel()
+            self._end_panel()
 
     def view(self, finished: bool = False) -> PanelView:
         history = self._sampler.history
@@ -287,9 +278,10 @@ class GuardedRun:
             self.log_lines = self._native_log.stop()
             self._native_log = None
 
-    def _close_panel(self) -> None:
+    def _end_panel(self) -> None:
+        """No drawing of the panel after this (a summary put in its place stays)."""
         if self._panel is not None:
-            self._panel.close()
+            self._panel.end()
 
     def _sampled(self, sample: Sample) -> None:
         """From the sampler's thread: redraw the panel, update the state file."""

@@ -1,5 +1,6 @@
 """What the person sees: pure text/HTML renderers of the protocol's data and of the panel, and
-thin ipywidgets wrappers around them (imported by the shell only when a kernel shows them)."""
+the card's buttons as thin ipywidgets wrappers (imported by the shell only when a kernel shows
+them)."""
 
 from .card import CardControls, StaticCard
 from .card_render import card_bundle, card_html, card_text

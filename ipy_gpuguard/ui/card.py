@@ -21,6 +21,7 @@ from html import escape
 from typing import Any
 
 from ..protocol import (
+    CARD_MIME,
     CONTROLS_MIME,
     FRONTEND_ACTIONS,
     RETRY,
@@ -29,29 +30,30 @@ from ..protocol import (
     ActionOffer,
     Card,
 )
-from . import card_render
+from . import card_render, output_render
 from .owned import OwnedWidgets
-
-#: What a hidden widget display holds: JupyterLab hides a widget view without a model id, and
-#: nbconvert, finding no such model in the saved state, shows the empty text.
-HIDDEN_CONTROLS = {
-    "application/vnd.jupyter.widget-view+json": {
-        "version_major": 2,
-        "version_minor": 0,
-        "model_id": "",
-    },
-    "text/plain": "",
-}
 
 
 class StaticCard:
-    """The card as text, HTML and JSON: terminals, saved notebooks, nbconvert, the lab extension."""
+    """The card as text, HTML and JSON: terminals, saved notebooks, nbconvert, the lab extension.
 
-    def __init__(self, card: Card) -> None:
+    ``output`` is what the card's last retry printed (stream outputs), kept under the card: its
+    widget under the buttons is gone once the kernel is.
+    """
+
+    def __init__(self, card: Card, output: tuple[dict[str, str], ...] = ()) -> None:
         self.card = card
+        self.output = output
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        return card_render.card_bundle(self.card)
+    def _repr_mimebundle_(
+        self, **kwargs: Any
+    ) -> dict[str, Any] | tuple[dict[str, Any], dict[str, Any]]:
+        bundle = card_render.card_bundle(self.card)
+        if not self.output:
+            return bundle
+        bundle["text/html"] += output_render.output_html(self.output)
+        bundle["text/plain"] += "\n\n" + output_render.output_text(self.output)
+        return bundle, output_render.output_metadata(CARD_MIME, self.output)
 
 
 class CardControls:

@@ -1,6 +1,6 @@
 """The panel as text and escaped HTML: pure functions of a :class:`PanelView`.
 
-The widget panel uses the per-device pieces; the frozen summary (what a saved notebook keeps)
+The live panel uses the per-device pieces; the frozen summary (what a saved notebook keeps)
 and the terminal use the whole. Every string that comes from outside (device names, error
 messages) is escaped.
 """

@@ -4,6 +4,7 @@ page has no control for it (which kernel, its state)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -89,3 +90,22 @@ def execution_counts(page: Any) -> list[int | None]:
 
 def kernel_id(page: Any) -> str:
     return str(page.evaluate(f"{CURRENT}.sessionContext.session.kernel.id"))
+
+
+def setup_cells() -> list[str]:
+    """The demo notebook's first code cells: the guard on a simulated GPU, and the model."""
+    notebook = nbformat.read(NOTEBOOKS / "oom_recovery.ipynb", as_version=4)
+    code = [c.source for c in notebook.cells if c.cell_type == "code"]
+    return code[:2]
+
+
+#: A training cell that prints Keras' progress bar, and pauses 5 s before its second epoch.
+VERBOSE_CELL = """%%gpuguard
+import time
+BATCH_SIZE = 512
+model = build_model()
+pause = keras.callbacks.LambdaCallback(on_epoch_begin=lambda epoch, logs: epoch and time.sleep(5))
+history = model.fit(x, y, batch_size=BATCH_SIZE, epochs=2, callbacks=[pause])"""
+
+#: What a raw terminal stream holds and a notebook output never shows.
+RAW = re.compile(r"[\x1b\b\r]|\[[0-9;]*m")

@@ -17,7 +17,8 @@ from .conftest import shoot
 from .notebook import (
     CURRENT,
     FAILING_CELL,
-    NOTEBOOKS,
+    RAW,
+    VERBOSE_CELL,
     cell,
     cell_index,
     copy_notebook,
@@ -26,6 +27,7 @@ from .notebook import (
     kernel_id,
     open_notebook,
     run_cell,
+    setup_cells,
     start_cell,
     wait_for_kernel,
     write_notebook,
@@ -247,13 +249,6 @@ def saved_card(page, lab) -> dict:
     return bundle
 
 
-def _setup_cells() -> list[str]:
-    """The demo notebook's first code cells: the guard on a simulated GPU, and the model."""
-    notebook = nbformat.read(NOTEBOOKS / "oom_recovery.ipynb", as_version=4)
-    code = [c.source for c in notebook.cells if c.cell_type == "code"]
-    return code[:2]
-
-
 #: A cell that keeps 1 GiB of the allocator each run and fits less the more it keeps: after a
 #: failed run at 64 the memory does not come back, as on a GPU whose failed run pins tensors.
 HOLDING_CELL = """%%gpuguard
@@ -268,7 +263,7 @@ history = model.fit(x, y, batch_size=BATCH_SIZE, epochs=1, verbose=0)"""
 
 def test_5_restart_and_run_to_here_when_memory_did_not_come_back(fresh_page, lab):
     page = fresh_page
-    name = write_notebook(lab, "held.ipynb", [*_setup_cells(), "HELD = []", HOLDING_CELL, "1 + 1"])
+    name = write_notebook(lab, "held.ipynb", [*setup_cells(), "HELD = []", HOLDING_CELL, "1 + 1"])
     open_notebook(page, lab, name)
     for index in range(4):
         run_cell(page, index)
@@ -321,7 +316,7 @@ history = model.fit(x, y, batch_size=BATCH_SIZE, epochs=1, verbose=0)"""
 def test_5b_a_cell_that_fits_finds_its_largest_batch_from_the_search_card(fresh_page, lab):
     """No failure needed (issue 23): the button under a fitting cell's panel climbs by probes."""
     page = fresh_page
-    name = write_notebook(lab, "climb.ipynb", [*_setup_cells(), FITTING_CELL])
+    name = write_notebook(lab, "climb.ipynb", [*setup_cells(), FITTING_CELL])
     open_notebook(page, lab, name)
     for index in range(3):
         run_cell(page, index)
@@ -339,23 +334,12 @@ def test_5b_a_cell_that_fits_finds_its_largest_batch_from_the_search_card(fresh_
 
 #: The demo's failing cell with Keras' default progress bar (``verbose=1``); an attempt pauses
 #: before its second epoch (after the first one's bar), so that the test sees it while it runs.
-VERBOSE_CELL = """%%gpuguard
-import time
-BATCH_SIZE = 512
-model = build_model()
-pause = keras.callbacks.LambdaCallback(on_epoch_begin=lambda epoch, logs: epoch and time.sleep(5))
-history = model.fit(x, y, batch_size=BATCH_SIZE, epochs=2, callbacks=[pause])"""
-
-#: What a raw terminal stream holds and a notebook output never shows.
-RAW = re.compile(r"[\x1b\b\r]|\[[0-9;]*m")
-
-
 def test_5c_an_attempts_output_renders_as_a_notebook_output_and_is_kept(fresh_page, lab):
     """Issue 35 item 9: Keras' progress bar showed in the card as escape codes and backspaces
     while the attempt ran, and was dropped when it ended: the run that fixed the cell left
     neither its epochs nor its metrics, in the card or in the saved notebook."""
     page = fresh_page
-    name = write_notebook(lab, "verbose.ipynb", [*_setup_cells(), VERBOSE_CELL])
+    name = write_notebook(lab, "verbose.ipynb", [*setup_cells(), VERBOSE_CELL])
     open_notebook(page, lab, name)
     for index in range(3):
         run_cell(page, index)
@@ -411,7 +395,7 @@ def test_5c_an_attempts_output_renders_as_a_notebook_output_and_is_kept(fresh_pa
 def test_6_a_kernel_that_dies_gets_a_post_mortem_naming_its_cell(fresh_page, lab):
     page = fresh_page
     dying = "%%gpuguard\nimport os, time\ntime.sleep(1.5)  # a sample of the devices is recorded\nos._exit(1)"
-    name = write_notebook(lab, "dies.ipynb", [_setup_cells()[0], dying])
+    name = write_notebook(lab, "dies.ipynb", [setup_cells()[0], dying])
     open_notebook(page, lab, name)
     run_cell(page, 0)
     start_cell(page, 1)
@@ -476,14 +460,21 @@ def test_7_interrupt_on_a_live_hang_card_stops_the_stuck_cell(fresh_page, lab):
     assert interrupt.count() == 0  # the kernel is idle: nothing left to interrupt
 
 
-#: A guarded cell that runs a while, its live panel a widget the guard updates from a thread.
-RUNS_A_WHILE = "%%gpuguard --interval 0.25\nimport time\nfor _ in range(60):\n    time.sleep(0.25)"
+#: A guarded cell that runs a while and shows a widget of its own, updated as it goes (the
+#: person's progress bar).
+RUNS_A_WHILE = """%%gpuguard --interval 0.25
+import time, ipywidgets
+bar = ipywidgets.IntProgress(max=60)
+display(bar)
+for step in range(60):
+    bar.value = step
+    time.sleep(0.25)"""
 
 
-def test_8_the_kernel_stays_busy_while_a_guarded_cell_shows_its_live_panel(fresh_page, lab):
-    """Issue 35, item 12: the widget manager asks ipykernel 7 for a subshell as the panel
+def test_8_the_kernel_stays_busy_while_a_guarded_cell_shows_a_widget(fresh_page, lab):
+    """Issue 35, item 12: the widget manager asks ipykernel 7 for a subshell as a widget
     shows; that request's ``idle`` made the toolbar and status bar say Idle for the whole run.
-    The status is sampled as the page shows it, from the panel's first update on."""
+    The status is sampled as the page shows it, from the widget's first drawing on."""
     page = fresh_page
     name = write_notebook(lab, "busy.ipynb", ["%load_ext ipy_gpuguard", RUNS_A_WHILE])
     open_notebook(page, lab, name)

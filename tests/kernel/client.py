@@ -13,6 +13,8 @@ from typing import Any
 
 from jupyter_client.manager import KernelManager, start_new_kernel
 
+from ipy_gpuguard.protocol import LIVE_PANEL_METADATA
+
 
 @dataclass
 class Execution:
@@ -35,12 +37,13 @@ class Execution:
     def of_type(self, msg_type: str) -> list[dict[str, Any]]:
         return [msg for msg in self.iopub if msg["msg_type"] == msg_type]
 
-    def widget_updates_before_reply(self) -> int:
+    def panel_redraws_before_reply(self) -> int:
+        """The live panel's redraws (updates of its display) that came while the cell ran."""
         replied: datetime = self.reply["header"]["date"]
         return sum(
             1
-            for msg in self.of_type("comm_msg")
-            if msg["content"]["data"].get("method") == "update" and msg["header"]["date"] < replied
+            for msg in self.of_type("update_display_data")
+            if LIVE_PANEL_METADATA in msg["content"]["metadata"] and msg["header"]["date"] < replied
         )
 
     def stdout(self) -> str:

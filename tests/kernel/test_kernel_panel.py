@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from ipy_gpuguard.protocol import LIVE_PANEL_METADATA
+
 from .client import evaluate, execute, kernel
 
 pytestmark = pytest.mark.kernel
@@ -11,7 +13,10 @@ pytestmark = pytest.mark.kernel
 GUARD_THREADS = (
     "[t.name for t in __import__('threading').enumerate() if t.name.startswith('ipy_gpuguard')]"
 )
-LIVE_WIDGETS = "len(__import__('ipywidgets').widgets.widget._instances)"
+#: The widgets alive in the kernel (``None`` while ipywidgets was never imported).
+LIVE_WIDGETS = (
+    "__import__('sys').modules.get('ipywidgets') and len(__import__('ipywidgets').Widget.widgets)"
+)
 RSS_MIB = "__import__('psutil').Process().memory_info().rss // 2**20"
 
 
@@ -22,15 +27,23 @@ def client():
         yield client
 
 
-def test_panel_updates_stream_while_the_cell_runs(client):
+def test_panel_redraws_stream_while_the_cell_runs(client):
     run = execute(client, "%%gpuguard\nimport time\nblock = bytearray(64 * 2**20)\ntime.sleep(3)")
     assert run.status == "ok"
-    assert run.widget_updates_before_reply() >= 4
-    displays = run.of_type("display_data")
-    assert "application/vnd.jupyter.widget-view+json" in displays[0]["content"]["data"]
-    (frozen,) = run.of_type("update_display_data")
-    assert "ipy_gpuguard · finished" in frozen["content"]["data"]["text/plain"]
-    assert "peak" in frozen["content"]["data"]["text/html"]
+    assert run.panel_redraws_before_reply() >= 4
+    (shown,) = run.of_type("display_data")
+    panel_id = shown["content"]["transient"]["display_id"]
+    # Issue 35, item 13: HTML, never a widget: a saved panel is its last drawing.
+    assert set(shown["content"]["data"]) == {"text/plain", "text/html"}
+    assert "ipy-gpuguard-panel" in shown["content"]["data"]["text/html"]
+    assert LIVE_PANEL_METADATA in shown["content"]["metadata"]
+    updates = run.of_type("update_display_data")
+    assert {msg["content"]["transient"]["display_id"] for msg in updates} == {panel_id}
+    frozen = updates[-1]["content"]
+    assert "ipy_gpuguard · finished" in frozen["data"]["text/plain"]
+    assert "peak" in frozen["data"]["text/html"]
+    assert LIVE_PANEL_METADATA not in frozen["metadata"]  # the summary is no live panel
+    assert not run.of_type("comm_open")
     assert evaluate(client, GUARD_THREADS) == "[]"
 
 
@@ -47,7 +60,7 @@ def test_a_failing_guarded_cell_is_an_error_reply_with_one_traceback(client):
 
 def test_fifty_guarded_cells_leave_no_threads_widgets_or_memory_behind(client):
     execute(client, "%%gpuguard --interval 0.05\npass")
-    widgets_before = int(evaluate(client, LIVE_WIDGETS))
+    widgets_before = evaluate(client, LIVE_WIDGETS)
     rss_before = int(evaluate(client, RSS_MIB))
     for _ in range(50):
         assert (
@@ -55,5 +68,5 @@ def test_fifty_guarded_cells_leave_no_threads_widgets_or_memory_behind(client):
             == "ok"
         )
     assert evaluate(client, GUARD_THREADS) == "[]"
-    assert int(evaluate(client, LIVE_WIDGETS)) == widgets_before
+    assert evaluate(client, LIVE_WIDGETS) == widgets_before
     assert int(evaluate(client, RSS_MIB)) - rss_before < 40

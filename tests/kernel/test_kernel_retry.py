@@ -101,3 +101,64 @@ def test_after_gpuguard_retry_the_cards_retry_button_says_why_it_cannot_act(tmp_
             if msg["msg_type"] == "comm_msg" and "value" in msg["content"]["data"].get("state", {})
         ]
         assert any("nothing smaller to try" in value for value in said)
+
+
+def test_the_card_keeps_what_the_retry_printed_once_its_output_widget_is_gone(tmp_path):
+    """Issue 35, item 13: without the lab extension, a retry printed only into the Output
+    widget under the buttons, which the frontend fills and the kernel never holds; after a
+    restart and a reload the run that fixed the cell had left nothing. The card keeps a copy."""
+    printing = (
+        keras_fit_cliff(256, 100)
+        + 'import sys\nprint(f"step 1/{BATCH_SIZE}", end="\\r")\n'
+        + 'print(f"\\x1b[1mtrained at {BATCH_SIZE}\\x1b[0m")\n'
+        + 'print("<i>a warning</i>", file=sys.stderr)\n'
+    )
+    with keras_kernel(tmp_path) as client:
+        failed = execute(client, "%%gpuguard\n" + printing, timeout=240)
+        widgets = widget_states(failed.iopub)
+        (retry_id,) = [
+            comm_id
+            for comm_id, state in widgets.items()
+            if state.get("description", "").startswith("Retry with batch size")
+        ]
+        (card,) = [
+            msg["content"]
+            for msg in failed.of_type("display_data")
+            if CARD_MIME in msg["content"]["data"]
+        ]
+
+        caused = click(client, retry_id, timeout=240)
+
+        # The attempt printed as it prints anywhere: to the frontend, unchanged.
+        printed = "".join(
+            msg["content"]["text"]
+            for msg in caused
+            if msg["msg_type"] == "stream" and msg["content"]["name"] == "stdout"
+        )
+        assert "step 1/32\r\x1b[1mtrained at 32\x1b[0m\n" in printed
+        updates = [
+            msg["content"]
+            for msg in caused
+            if msg["msg_type"] == "update_display_data"
+            and msg["content"]["transient"]["display_id"] == card["transient"]["display_id"]
+        ]
+        last = updates[-1]
+        assert "Fixed: batch size 32 fits" in last["data"]["text/html"]
+        html = last["data"]["text/html"].split('<details class="ipy-gpuguard-output">')[1]
+        assert html.startswith("<summary>Output (2 lines)</summary>")
+        assert "trained at 32" in html
+        assert "step 1/32" not in html
+        assert "\x1b" not in html
+        assert "&lt;i&gt;a warning&lt;/i&gt;" in html
+        assert last["data"]["text/plain"].endswith(
+            "Output (2 lines):\ntrained at 32\n<i>a warning</i>\n"
+        )
+        kept = last["metadata"][CARD_MIME]["action_output"]
+        assert kept == [
+            {"output_type": "stream", "name": "stdout", "text": "\x1b[1mtrained at 32\x1b[0m\n"},
+            {"output_type": "stream", "name": "stderr", "text": "<i>a warning</i>\n"},
+        ]
+        # ipykernel's streams are as they were: the next cell's prints are not kept.
+        assert evaluate(client, "type(sys.stdout.echo).__module__") != repr(
+            "ipy_gpuguard.shell.stream_record"
+        )

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ipy_gpuguard.protocol import CARD_MIME
+from ipy_gpuguard.protocol import CARD_MIME, LIVE_PANEL_METADATA
 
 from ..watch_cells import GENERATOR
 from .client import collect, evaluate, execute, kernel
@@ -25,12 +25,23 @@ def client():
 
 
 def hang_card_updates(execution):
-    """The ``comm_msg`` updates that filled the hang card, in order."""
+    """The live panel's drawings that showed the hang card, in order."""
     return [
         msg
-        for msg in execution.of_type("comm_msg")
-        if "No progress for" in str(msg["content"]["data"].get("state", {}).get("value", ""))
+        for msg in execution.of_type("update_display_data")
+        if LIVE_PANEL_METADATA in msg["content"]["metadata"]
+        and "No progress for" in msg["content"]["data"]["text/html"]
     ]
+
+
+def summary_of(execution):
+    """The panel's summary: the drawing with no live mark that ended it."""
+    (summary,) = [
+        msg
+        for msg in execution.of_type("update_display_data")
+        if LIVE_PANEL_METADATA not in msg["content"]["metadata"]
+    ]
+    return summary
 
 
 def test_the_hang_card_fills_while_the_cell_runs_and_the_interrupt_ends_it(client):
@@ -46,7 +57,7 @@ def test_the_hang_card_fills_while_the_cell_runs_and_the_interrupt_ends_it(clien
     updates = hang_card_updates(run)
     assert updates, "the hang card was never filled"
     first = updates[0]
-    assert "in batches: time.sleep(0.05)" in first["content"]["data"]["state"]["value"]
+    assert "in batches: time.sleep(0.05)" in first["content"]["data"]["text/html"]
     assert first["header"]["date"] < error["header"]["date"]  # while the cell still ran
     cards = [m for m in run.of_type("display_data") if CARD_MIME in m["content"]["data"]]
     (card,) = cards
@@ -69,7 +80,7 @@ def test_the_persons_own_interrupt_is_ipythons_keyboard_interrupt_and_no_card(cl
     assert error["content"]["ename"] == "KeyboardInterrupt"
     assert not hang_card_updates(run)
     assert not [m for m in run.of_type("display_data") if CARD_MIME in m["content"]["data"]]
-    (frozen,) = run.of_type("update_display_data")
+    frozen = summary_of(run)
     assert "No progress" not in frozen["content"]["data"]["text/plain"]
     assert evaluate(client, GUARD_THREADS) == "[]"
 
@@ -97,7 +108,7 @@ def test_a_cell_that_ended_is_not_a_hang_while_its_traceback_is_shown(client):
     (error,) = run.of_type("error")
     assert error["content"]["traceback"] == ["SlowToShow: shown after 2.5 s"]
     assert not hang_card_updates(run)
-    (frozen,) = run.of_type("update_display_data")
+    frozen = summary_of(run)
     assert "No progress" not in frozen["content"]["data"]["text/plain"]
 
 
@@ -118,10 +129,10 @@ def test_an_interrupt_that_cannot_land_is_said_and_the_restart_offered(client):
     said = [
         msg
         for msg in hang_card_updates(run)
-        if "has not landed" in msg["content"]["data"]["state"]["value"]
+        if "has not landed" in msg["content"]["data"]["text/html"]
     ]
     assert said, "the card never said the interrupt had not landed"
-    text = said[0]["content"]["data"]["state"]["value"]
+    text = said[0]["content"]["data"]["text/html"]
     assert "The interrupt was sent" in text
     assert "waits inside the framework for the thread that runs your code" in text
     assert "Restart the kernel" in text
