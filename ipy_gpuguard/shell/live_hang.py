@@ -10,20 +10,20 @@ from __future__ import annotations
 
 import uuid
 
-from IPython.display import DisplayHandle, display
-
 from ..cards import hang_card
 from ..record import PanelView
 from ..ui.card import StaticCard
+from .cell_display import CellDisplay, page_publisher
 
 
 class LiveHangCards:
-    """The cards of one guarded cell's stalls."""
+    """The cards of one guarded cell's stalls (made as the cell begins: see :mod:`.cell_display`)."""
 
     def __init__(self, cell_id: str | None, execution_count: int | None) -> None:
         self._cell_id = cell_id
         self._execution_count = execution_count
-        self._handle: DisplayHandle | None = None
+        self._publisher = page_publisher()
+        self._display: CellDisplay | None = None
         self._card_id = ""
         self._stall_started: float | None = None
 
@@ -38,16 +38,12 @@ class LiveHangCards:
             stall = next(
                 (s for s in watch.past_stalls if s.started_at == self._stall_started), None
             )
-            if stall is None or self._handle is None:
+            if stall is None or self._display is None:
                 return
         elif stall.started_at != self._stall_started:
             self._stall_started = stall.started_at
             self._card_id = uuid.uuid4().hex
-            self._handle = None
+            self._display = CellDisplay(self._card_id, self._publisher)
+        assert self._display is not None
         card = hang_card(view, stall, self._card_id, self._cell_id, self._execution_count)
-        if self._handle is None:
-            handle = display(StaticCard(card), display_id=card.id)
-            assert isinstance(handle, DisplayHandle)  # display returns one given a display_id
-            self._handle = handle
-        else:
-            self._handle.update(StaticCard(card))
+        self._display.show(StaticCard(card))

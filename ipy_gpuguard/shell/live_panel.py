@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Callable
-
-from IPython.display import DisplayHandle, display
 
 from ..record import PanelView
 from ..ui.panel import LiveDrawing
+from .cell_display import CellDisplay, page_publisher
 
 #: The least time between two redraws (seconds): four a second at most.
 MIN_REDRAW_INTERVAL_S = 0.25
@@ -33,16 +33,16 @@ class MemoryPanel:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._last_redraw: float | None = None
-        self._handle: DisplayHandle | None = None
+        self._publisher = page_publisher()  # made as the cell begins: see .cell_display
+        self._display: CellDisplay | None = None
         self._ended = False
         self.redraws = 0
         self._lock = threading.Lock()  # the sampler and the watchdog both redraw
 
     def show(self, view: PanelView) -> None:
         with self._lock:
-            handle = display(LiveDrawing(view), display_id=True)
-            assert isinstance(handle, DisplayHandle)  # display returns one given a display_id
-            self._handle = handle
+            self._display = CellDisplay(uuid.uuid4().hex, self._publisher)
+            self._display.show(LiveDrawing(view))
             self._last_redraw = self._clock()
             self.redraws += 1
 
@@ -53,14 +53,14 @@ class MemoryPanel:
         interval costs no rendering work beyond four redraws a second.
         """
         with self._lock:
-            if self._handle is None or self._ended:
+            if self._display is None or self._ended:
                 return False
             now = self._clock()
             last = self._last_redraw
             if not force and last is not None and now - last < MIN_REDRAW_INTERVAL_S:
                 return False
             self._last_redraw = now
-            self._handle.update(LiveDrawing(view()))
+            self._display.show(LiveDrawing(view()))
             self.redraws += 1
             return True
 
@@ -68,10 +68,10 @@ class MemoryPanel:
         """No drawing after this one: ``lasting`` takes the panel's place, or nothing does (a
         cell that never started). Returns whether the panel had been shown."""
         with self._lock:
-            if self._handle is not None and not self._ended:
+            if self._display is not None and not self._ended:
                 if lasting is None:
-                    self._handle.update({"text/plain": ""}, raw=True)
+                    self._display.show_raw({"text/plain": ""})
                 else:
-                    self._handle.update(lasting)
+                    self._display.show(lasting)
             self._ended = True
-            return self._handle is not None
+            return self._display is not None

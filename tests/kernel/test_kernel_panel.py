@@ -70,3 +70,16 @@ def test_fifty_guarded_cells_leave_no_threads_widgets_or_memory_behind(client):
     assert evaluate(client, GUARD_THREADS) == "[]"
     assert evaluate(client, LIVE_WIDGETS) == widgets_before
     assert int(evaluate(client, RSS_MIB)) - rss_before < 40
+
+
+def test_a_capture_in_the_cell_keeps_the_persons_outputs_and_none_of_the_panels(client):
+    """The panel redraws from the sampler's thread: through the shell's publisher of the moment,
+    its drawings (four a second) piled up in the person's ``%%capture`` variable."""
+    run = execute(
+        client,
+        "%%gpuguard --interval 0.1\n%%capture captured\nimport time\nprint('mine')\ntime.sleep(1.5)",
+    )
+    assert run.status == "ok"
+    assert run.panel_redraws_before_reply() >= 3  # the page still gets them
+    assert evaluate(client, "captured.stdout") == repr("mine\n")
+    assert evaluate(client, "len(captured.outputs)") == "0"
