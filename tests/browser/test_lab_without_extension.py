@@ -30,6 +30,16 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 CARD = ".ipy-gpuguard-card"
 
 
+def save_restart_and_reload(page) -> None:
+    """Save the notebook, restart its kernel, and open the page again from the saved file."""
+    page.evaluate(f"{CURRENT}.context.save()")
+    page.wait_for_function(f"!{CURRENT}.context.model.dirty")
+    page.evaluate(f"{CURRENT}.sessionContext.session.kernel.restart()")
+    wait_for_kernel(page, "idle")
+    page.reload()
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+
+
 def assert_no_widget_error(page, index: int) -> None:
     """Once the widget manager has looked for the models of the cell's saved widget views, none
     of them says "Error displaying widget: model not found"."""
@@ -68,12 +78,7 @@ def test_the_cards_html_acts_with_widgets_and_survives_a_restart_and_reload(
     fixed.scroll_into_view_if_needed()
     shoot(page, "no-extension-1-fixed")
 
-    page.evaluate(f"{CURRENT}.context.save()")
-    page.wait_for_function(f"!{CURRENT}.context.model.dirty")
-    page.evaluate(f"{CURRENT}.sessionContext.session.kernel.restart()")
-    wait_for_kernel(page, "idle")
-    page.reload()
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    save_restart_and_reload(page)
     card = cell(page, failing).locator(CARD)
     card.wait_for(timeout=60_000)
     assert "Fixed: batch size 64 fits" in card.inner_text()
@@ -107,12 +112,7 @@ def test_the_retrys_output_stays_in_the_card_through_a_restart_and_reload(
     assert re.search(r"64/64.*loss: [\d.]+", kept.text_content())
     assert not RAW.search(kept.text_content()), repr(kept.text_content())
 
-    page.evaluate(f"{CURRENT}.context.save()")
-    page.wait_for_function(f"!{CURRENT}.context.model.dirty")
-    page.evaluate(f"{CURRENT}.sessionContext.session.kernel.restart()")
-    wait_for_kernel(page, "idle")
-    page.reload()
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    save_restart_and_reload(page)
     kept = cell(page, 2).locator("details.ipy-gpuguard-output")
     kept.wait_for(state="attached", timeout=60_000)
     kept.evaluate("fold => { fold.open = true; }")
@@ -147,12 +147,7 @@ def test_a_live_panel_saved_while_its_cell_hung_is_its_last_drawing_after_a_rest
     start_cell(page, 1)
     panel = cell(page, 1).locator(".ipy-gpuguard-panel", has_text="No progress for")
     panel.wait_for(timeout=60_000)
-    page.evaluate(f"{CURRENT}.context.save()")  # as Lab's autosave does while the cell hangs
-    page.wait_for_function(f"!{CURRENT}.context.model.dirty")
-    page.evaluate(f"{CURRENT}.sessionContext.session.kernel.restart()")
-    wait_for_kernel(page, "idle")
-    page.reload()
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    save_restart_and_reload(page)  # saved as Lab's autosave does while the cell hangs
     wait_for_kernel(page, "idle")
     outputs = cell(page, 1).locator(".jp-OutputArea")
     outputs.locator(".ipy-gpuguard-panel").wait_for(timeout=60_000)
