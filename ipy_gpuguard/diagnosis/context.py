@@ -13,6 +13,7 @@ from importlib import metadata
 
 from ..watchdog import HangEvidence
 from .model import Kind
+from .stack import Framework
 
 #: Environment variables that bear on GPU failures, the only ones a diagnosis (and so the
 #: incident log) ever records.
@@ -67,6 +68,9 @@ class Context:
     watchdog_interrupted
         The watchdog interrupted the cell (``--on-hang interrupt``): an interrupt that ends
         it is the watchdog's, not the person's.
+    frameworks
+        The frameworks imported in the kernel (:func:`.stack.stack_of_modules`): the stack of
+        an error whose words name none.
     """
 
     log_lines: tuple[str, ...] = ()
@@ -79,6 +83,7 @@ class Context:
     environment: Mapping[str, str] = field(default_factory=dict)
     hang: HangEvidence | None = None
     watchdog_interrupted: bool = False
+    frameworks: frozenset[Framework] = frozenset()
 
     @classmethod
     def of_this_process(cls) -> Context:

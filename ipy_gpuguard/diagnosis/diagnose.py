@@ -21,6 +21,7 @@ from .model import Diagnosis, FactValue, Kind, Remedy
 from .remedies import GPU_ONLY_REMEDIES, STEP_TIMEOUT_REMEDIES, resolved
 from .report import ErrorLink, ErrorReport, report_from_exception, report_from_text
 from .rules import PLAIN_PYTHON_TYPES, RULES, Rule, first_match
+from .stack import Framework, Stack, Vendor, stack_of_text
 from .xid import xid_facts
 
 #: Words of an error that put it on a GPU although it names no device.
@@ -59,22 +60,40 @@ def diagnose(error: BaseException | str, context: Context | None = None) -> Diag
     rule, matched = found
     texts = [link.text for link in report.links] + list(report.log_lines)
     facts = {**extract_facts(texts), **xid_facts(texts)}
+    stack = stack_of(report, context).raised_in(matched)
     evidence: list[str] = []
     if rule.kind is Kind.OUT_OF_MEMORY:
         evidence += memory_evidence(facts, context)
-    evidence += _settings_evidence(rule, context)
+    evidence += _settings_evidence(rule, context, stack)
     on_cpu = _on_cpu(facts, context, matched)
+    named = {**facts, **_framework_names(stack)}
     return Diagnosis(
         rule_id=rule.id,
         kind=rule.kind,
-        title=fill(rule.title, {**facts, "memory_of": "CPU" if on_cpu else "GPU"}),
-        summary=fill(rule.summary, facts),
+        title=fill(rule.title, {**named, "memory_of": "CPU" if on_cpu else "GPU"}),
+        summary=fill(rule.summary, named),
         facts=facts,
-        remedies=_remedies(rule, facts, context, on_cpu),
+        remedies=_remedies(rule, facts, context, on_cpu, stack),
         evidence=tuple(evidence),
         matched=matched,
         error_type=report.error_type,
     )
+
+
+def stack_of(report: ErrorReport, context: Context) -> Stack:
+    """The error's stack: its own words first, then what the guard saw of the cell (the
+    frameworks imported, and NVML's devices, which are NVIDIA's)."""
+    texts = (*[link.text for link in report.links], *report.log_lines)
+    type_names = [name for link in report.links for name in link.type_names[:1]]
+    words = stack_of_text(texts, type_names, report.frame_files)
+    watched_nvidia = any(not device.simulated for device in context.devices)
+    return words.filled_in(context.frameworks, Vendor.NVIDIA if watched_nvidia else None)
+
+
+def _framework_names(stack: Stack) -> dict[str, FactValue]:
+    """``{framework}`` and ``{Framework}`` of summaries: the framework that raised the error."""
+    name = stack.framework_name
+    return {"framework": name or "the framework", "Framework": name or "The framework"}
 
 
 def find_rule(
@@ -158,8 +177,11 @@ def _unknown(report: ErrorReport) -> Diagnosis:
     )
 
 
-def _settings_evidence(rule: Rule, context: Context) -> list[str]:
-    lines = []
+def _settings_evidence(rule: Rule, context: Context, stack: Stack) -> list[str]:
+    """TensorFlow's memory settings, which the guard reads: only for TensorFlow's errors."""
+    lines: list[str] = []
+    if Framework.TENSORFLOW not in stack.frameworks:
+        return lines
     if rule.kind is Kind.OUT_OF_MEMORY and context.memory_growth is False:
         lines.append("TensorFlow's memory growth is off: it reserved most of the GPU at start.")
     if rule.kind is Kind.OUT_OF_MEMORY and context.xla and rule.id != "oom.xla":
@@ -168,9 +190,13 @@ def _settings_evidence(rule: Rule, context: Context) -> list[str]:
 
 
 def _remedies(
-    rule: Rule, facts: dict[str, FactValue], context: Context, on_cpu: bool
+    rule: Rule, facts: dict[str, FactValue], context: Context, on_cpu: bool, stack: Stack
 ) -> tuple[Remedy, ...]:
-    fields = {**facts, **_template_fields(facts, context), "memory_of": "CPU" if on_cpu else "GPU"}
+    fields = {
+        **facts,
+        **_template_fields(facts, context, stack),
+        "memory_of": "CPU" if on_cpu else "GPU",
+    }
     order = [remedy for remedy in rule.remedies if not (on_cpu and remedy in GPU_ONLY_REMEDIES)]
     if "other_processes" in fields and "stale_process" in order:
         order.remove("stale_process")
@@ -179,7 +205,8 @@ def _remedies(
         order.append("xla_off")
     if rule.kind is Kind.HANG:
         order = _follow_the_stall(order, context.hang)
-    return tuple(resolved(remedy_id, fields, context.gpu_initialised) for remedy_id in order)
+    spelled = (resolved(remedy_id, fields, context.gpu_initialised, stack) for remedy_id in order)
+    return tuple(remedy for remedy in spelled if remedy is not None)
 
 
 def _follow_the_stall(order: list[str], hang: HangEvidence | None) -> list[str]:
@@ -210,13 +237,20 @@ def _on_cpu(facts: Mapping[str, FactValue], context: Context, matched: str) -> b
     return bool(context.devices) and all(memory.simulated for memory in context.devices)
 
 
-def _template_fields(facts: dict[str, FactValue], context: Context) -> dict[str, FactValue]:
-    """Values remedies' steps may name besides the facts: versions, the device's index."""
+def _template_fields(
+    facts: dict[str, FactValue], context: Context, stack: Stack
+) -> dict[str, FactValue]:
+    """Values remedies' steps may name besides the facts: versions, the device's index.
+
+    TensorFlow's build (its CUDA, cuDNN and the driver they need) only for TensorFlow's
+    errors: another framework's error does not run on TensorFlow's CUDA.
+    """
     fields: dict[str, FactValue] = {}
     device = facts.get("device")
     if isinstance(device, str) and device.rsplit(":", 1)[-1].isdigit():
         fields["device_index"] = device.rsplit(":", 1)[-1]
-    fields.update(build_fields(context.tensorflow_version))
+    if Framework.TENSORFLOW in stack.frameworks:
+        fields.update(build_fields(context.tensorflow_version))
     visible = context.environment.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         fields["cuda_visible_devices"] = repr(visible)

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
+from .stack import Framework, Vendor
+
 #: A fact's value: bytes and counts are ``int``, shapes are tuples, the rest is text.
 FactValue = str | int | float | tuple[int, ...]
 
@@ -45,6 +47,9 @@ class Remedy:
         What to do by hand, in order; facts of the diagnosis are filled in.
     note
         A caveat for this case, such as the kernel restart a setting needs.
+    frameworks, vendors
+        The stacks this spelling of the remedy is for; empty: it names no framework (or no
+        vendor's tool) and fits any. A remedy id may have a spelling for each stack.
     """
 
     id: str
@@ -54,6 +59,8 @@ class Remedy:
     action: str | None = None
     links: tuple[tuple[str, str], ...] = ()
     note: str = ""
+    frameworks: frozenset[Framework] = frozenset()
+    vendors: frozenset[Vendor] = frozenset()
 
 
 @dataclass(frozen=True)

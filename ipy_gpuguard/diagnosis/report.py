@@ -24,10 +24,12 @@ _LOG_LINE = re.compile(
     r"^\s*(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+:\s+)?[IWEF](?:\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+|\s+)"
     r"[\w./\\:-]+\.(?:cc|cpp|h|c):\d+\]"
 )
-#: What launchers and loggers put before each line of a report: torchrun's ``[rank0]:``, Ray's
+#: What launchers and loggers put before each line of a report: mpirun's ``[1,0]<stderr>:``
+#: (after a timestamp), torchrun's ``[rank0]:``, Ray's
 #: ``(Actor pid=12)``, a quoted reply's ``>``, pytest's ``E``, journald's date, host and unit.
 _LINE_PREFIX = re.compile(
-    r"^(?:\[\d+\] )?\[(?:rank|default)\d+\]:[ ]?"
+    r"^(?:\S+Z: )?\[\d+,\d+\]<std(?:out|err)>:"
+    r"|^(?:\[\d+\] )?\[(?:rank|default)\d+\]:[ ]?"
     r"|^\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\)[ ]"
     r"|^>[ ]?"
     r"|^E[ ]{3}"
@@ -70,6 +72,8 @@ class ErrorReport:
     log_lines: tuple[str, ...] = ()
     source_lines: tuple[str, ...] = ()
     through_framework: bool = False
+    #: A raised error's traceback files, outermost first (a pasted one has them in its text).
+    frame_files: tuple[str, ...] = ()
 
     @property
     def raised_by_framework(self) -> bool:
@@ -98,6 +102,7 @@ def report_from_exception(error: BaseException, log_lines: Iterable[str] = ()) -
         tuple(bounded_lines(log_lines)),
         tuple(bounded_lines(frame.line for frame in frames if frame.line)),
         any(_FRAMEWORK_PATH.search(frame.filename) for frame in frames),
+        tuple(frame.filename for frame in frames),
     )
 
 

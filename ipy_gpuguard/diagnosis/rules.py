@@ -156,8 +156,16 @@ def _line_of(text: str, index: int) -> str:
     return text[start : end if end >= 0 else len(text)].strip()
 
 
-_OOM_REMEDIES = ("smaller_batch", "free_memory", "mixed_precision", "gradient_accumulation")
-_TF_OOM_REMEDIES = (*_OOM_REMEDIES, "memory_growth", "cuda_malloc_async", "stale_process")
+#: Each stack keeps those it has a spelling of (:func:`.remedies.remedy_for`).
+_OOM_REMEDIES = (
+    "smaller_batch",
+    "free_memory",
+    "mixed_precision",
+    "gradient_accumulation",
+    "recompute_activations",
+)
+_ALLOCATOR_REMEDIES = ("memory_growth", "cuda_malloc_async", "expandable_segments", "stale_process")
+_TF_OOM_REMEDIES = (*_OOM_REMEDIES, *_ALLOCATOR_REMEDIES)
 _HANG_REMEDIES = (
     "restart_kernel",
     "smaller_work",
@@ -240,7 +248,7 @@ RULES: tuple[Rule, ...] = (
             r"BufferAssignment OOM Debugging",
             r"^\s*Entry Parameter Subshape: ",
         ),
-        (*_OOM_REMEDIES, "xla_off", "stale_process"),
+        (*_OOM_REMEDIES, "xla_off", "memory_growth", "stale_process"),
     ),
     Rule(
         "oom.tf.tensor",
@@ -286,6 +294,7 @@ RULES: tuple[Rule, ...] = (
             r"CUDA out of memory\. Tried to allocate",
             r"CUDA error: out of memory",
             r"MPS backend out of memory",
+            r"OutOfMemoryError: Allocation on device",
         ),
         (*_OOM_REMEDIES, "expandable_segments", "stale_process"),
     ),
@@ -318,6 +327,7 @@ RULES: tuple[Rule, ...] = (
             r"CUDA_ERROR_OUT_OF_MEMORY",
             r"cudaErrorMemoryAllocation",
             r"Cuda failure '?out of memory'?",
+            r"cudaMalloc failed: out of memory",
         ),
         (*_TF_OOM_REMEDIES,),
         in_log=True,
@@ -363,6 +373,14 @@ RULES: tuple[Rule, ...] = (
         ),
         ("smaller_batch", "free_memory", "mixed_precision", "gradient_accumulation"),
         in_log=True,
+    ),
+    Rule(
+        "oom.directml",
+        Kind.OUT_OF_MEMORY,
+        "Out of GPU memory (DirectML)",
+        "DirectML could not allocate memory on the GPU: its video memory was used up.",
+        (r"Could not allocate tensor with \d+ bytes\. There is not enough GPU video memory",),
+        (*_OOM_REMEDIES, "stale_process"),
     ),
     Rule(
         "oom.tf.bfc_log",
@@ -442,7 +460,8 @@ RULES: tuple[Rule, ...] = (
             r"DXGI_ERROR_DEVICE_REMOVED",
             r"DXGI_ERROR_DEVICE_RESET",
             r"(?i)\b0x887a000[57]\b",
-            r"GPU device instance has been suspended",
+            r"GPU device instance has been susp",
+            r"D3D12: Removing Device",
             r"GetDeviceRemovedReason\(\)\)*\s*>= 0\) == true",
         ),
         _HANG_REMEDIES,
@@ -528,6 +547,7 @@ RULES: tuple[Rule, ...] = (
         (
             r"kIO(?:GPU|Accel)CommandBufferCallbackError(?:Timeout|Hang)",
             r"Caused GPU (?:Timeout|Hang) Error",
+            r"Command buffer execution failed: Impacting Interactivity",
         ),
         ("restart_kernel", "smaller_work"),
         in_log=True,
@@ -542,11 +562,65 @@ RULES: tuple[Rule, ...] = (
             r"Watchdog caught collective operation timeout",
             r"WorkNCCL\(.*\) ran for \d+ milliseconds before timing out",
             r"ProcessGroupNCCL::WorkNCCL::checkTimeout",
+            r"Heartbeat monitor timed out",
+            r"ProcessGroupNCCL's watchdog got stuck",
+        ),
+        ("collective_timeout", "restart_kernel"),
+        in_log=True,
+    ),
+    Rule(
+        "hang.collective.stalled",
+        Kind.HANG,
+        "Processes stopped waiting for each other",
+        "The processes of a distributed job wait for one another (a collective, a barrier, a "
+        "rendezvous) and one of them has not arrived: it crashed, runs other steps, or never "
+        "started.",
+        (
+            r"submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting "
+            r"for remainder of ranks",
+            r"^\s*Stalled (?:ranks|ops):",
+            r"Timed out initializing process group in store based barrier",
+            r"Waiting in store based barrier to initialize process group",
+            r"This thread has been waiting for .*(?:and may be stuck|for \d+ seconds)",
+            r"Waiting for local rank \d+, bailing out",
+            r"NCCL WARN Cuda failure",
+            r"NCCL INFO .*unhandled cuda error",
+            # a log that ends in NCCL's set-up lines: the job stopped right after it
+            r"NCCL INFO [^\n]*\s*\Z",
         ),
         ("collective_timeout", "restart_kernel"),
         in_log=True,
     ),
     # ---- the GPU faulted ----
+    Rule(
+        "fault.cuda.unknown_error",
+        Kind.FAULT,
+        "GPU fault: CUDA reported an unknown error",
+        "A CUDA call failed with an error the driver could not name (cudaErrorUnknown): the GPU "
+        "fell into a bad state (a reset, an Xid, a power or thermal event), often long into a "
+        "run.",
+        (
+            r"CUDA error: unknown error",
+            r"\bcudaErrorUnknown\b",
+            r"(?<!failed call to cuInit: )\bCUDA_ERROR_UNKNOWN\b",
+        ),
+        ("restart_kernel", "check_hardware", "update_driver", "locate_fault"),
+        in_log=True,
+    ),
+    Rule(
+        "fault.metal.assertion",
+        Kind.FAULT,
+        "GPU fault: the Metal runtime aborted the process",
+        "Apple's Metal or MPSGraph stopped at an internal check while running the framework's "
+        "GPU work, and aborted the whole process (the kernel dies with it).",
+        (
+            r"'mps\.\w+' op ",
+            r"validateComputeFunctionArguments:\d+: failed assertion",
+            r"mutex lock failed: Invalid argument(?=[\s\S]*\b(?:kMPS|MPS)\b)",
+        ),
+        ("restart_kernel", "locate_fault", "update_driver"),
+        in_log=True,
+    ),
     Rule(
         "fault.cuda.illegal_address",
         Kind.FAULT,
@@ -670,15 +744,61 @@ RULES: tuple[Rule, ...] = (
         in_log=True,
     ),
     Rule(
+        "mismatch.rocm.unsupported_gpu",
+        Kind.MISMATCH,
+        "ROCm has no code for this GPU",
+        "The ROCm build in use has no kernels for this GPU's architecture: it is not "
+        "among the GPUs this release supports, or a gfx override names the wrong one.",
+        (
+            r"HIP error: invalid device function",
+            r"\bhipErrorInvalidDeviceFunction\b",
+            r"\bHSA_STATUS_ERROR_INVALID_ISA\b",
+            r"\bhipErrorNoBinaryForGpu\b",
+            r"rocBLAS error: Cannot read \S*TensileLibrary\S*.* for GPU arch",
+            r"No paths matched \S*rocblas\S*gfx\d+",
+        ),
+        ("match_gpu_architecture", "update_driver"),
+        in_log=True,
+    ),
+    Rule(
+        "mismatch.mps.unsupported_op",
+        Kind.MISMATCH,
+        "This operation does not run on the Apple GPU (MPS)",
+        "PyTorch's MPS backend has no implementation of this operation, or MPSGraph "
+        "refuses its inputs (a rank or dtype it does not support).",
+        (
+            r"is not (?:currently )?implemented for the MPS device",
+            r"MPSGraph\w*Ops\.mm:\d+: failed assertion",
+        ),
+        ("mps_fallback", "update_driver"),
+        in_log=True,
+    ),
+    Rule(
+        "mismatch.directml.cudnn_only_op",
+        Kind.MISMATCH,
+        "This layer needs a kernel the device does not have",
+        "{Framework} chose the recurrent layer's fused kernel<< ({op})>>, which DirectML and the "
+        "CPU have no kernel for.",
+        (
+            r"No OpKernel was registered to support Op 'Cudnn\w+'",
+            r"Could not find device for node: \{\{node Cudnn\w+\}\}",
+            r"No registered 'Cudnn\w+' OpKernel",
+        ),
+        ("generic_rnn", "update_driver"),
+        cause_in_log=True,
+    ),
+    Rule(
         "mismatch.plugin",
         Kind.MISMATCH,
         "A GPU plugin does not match the framework",
-        "The framework could not load its GPU plugin (DirectML, Metal or a PJRT plugin): the plugin "
-        "was built for another version of the framework.",
+        "{Framework} could not load its GPU plugin: the plugin was built for another version of "
+        "{framework}.",
         (
             r"tfdml_plugin\.dll not found",
             r"libmetal_plugin\.dylib.*[Ss]ymbol not found",
             r"Mismatched PJRT plugin PJRT API version",
+            r"(?i)could not find registered platform with id",
+            r"Backend '\w+' is not in the list of known backends",
         ),
         ("match_plugin_version",),
     ),
@@ -686,7 +806,7 @@ RULES: tuple[Rule, ...] = (
         "mismatch.cudnn.version",
         Kind.MISMATCH,
         "cuDNN version mismatch",
-        "TensorFlow was compiled with cuDNN<< {expected_version}>> but loaded cuDNN<< {found_version}>>.",
+        "{Framework} was built with cuDNN<< {expected_version}>> but loaded cuDNN<< {found_version}>>.",
         (
             r"Loaded runtime CuDNN library: \S+ (?:\(compatibility version \S+\) )?but source was compiled with",
             r"Found (?:cuDNN|cuBLAS|CUDA|cuFFT|cuSOLVER|cuSPARSE|NCCL|cuPTI) version \d+, but JAX was built against version",
@@ -803,14 +923,43 @@ RULES: tuple[Rule, ...] = (
             r"cudaErrorNoDevice",
             r"No CUDA GPUs are available",
             r"Found no NVIDIA driver on your system",
-            r"Torch not compiled with CUDA enabled",
+            r"Torch not compiled with C(?:UDA|$)",
             r"Unknown backend:? '?gpu'? requested",
             r"Attempting to deserialize object on a CUDA device but torch\.cuda\.is_available\(\) is False",
             r"CUDA-enabled jaxlib is not installed",
             r"No GPU/TPU found, falling back to CPU",
         ),
-        ("check_gpu_visible", "allow_cpu"),
+        ("check_gpu_visible", "install_gpu_jax", "allow_cpu"),
         in_log=True,
+    ),
+    Rule(
+        "no_gpu.rocm.no_device",
+        Kind.NO_GPU,
+        "No AMD GPU found",
+        "The ROCm runtime found no usable GPU.",
+        (r"No HIP GPUs are available", r"\bhipErrorNoDevice\b"),
+        ("check_gpu_visible", "install_gpu_pytorch", "allow_cpu"),
+        in_log=True,
+    ),
+    Rule(
+        "no_gpu.directml.no_adapter",
+        Kind.NO_GPU,
+        "DirectML found no GPU",
+        "DirectML found no adapter it can use: no GPU with a DirectX 12 driver is visible to it.",
+        (r"DirectML device enumeration: found 0 compatible adapters",),
+        ("check_gpu_visible", "update_driver", "allow_cpu"),
+        in_log=True,
+    ),
+    Rule(
+        "no_gpu.tf.none_listed",
+        Kind.NO_GPU,
+        "TensorFlow lists no GPU",
+        "tf.config.list_physical_devices('GPU') printed an empty list: TensorFlow sees no GPU.",
+        (
+            r"list_physical_devices\(\s*['\"]GPU['\"]\s*\)\)*\s*\n\s*(?:\[\]|0)\s*$",
+            r"Num GPUs Available:\s*0\b",
+        ),
+        ("install_gpu_tensorflow", "check_gpu_visible", "allow_cpu"),
     ),
     Rule(
         "no_gpu.jax.backend_failed",
@@ -1033,12 +1182,16 @@ RULES: tuple[Rule, ...] = (
         Kind.DATA,
         "Data error: elements of a batch differ in shape",
         "The elements of a batch differ in shape<< ({first_shape} and {other_shape})>>, so they "
-        "cannot be stacked into one (tf.data's batch, PyTorch's default collate); the GPU is not "
+        "cannot be stacked into one batch; the GPU is not "
         "involved.",
         (
             r"Cannot batch tensors with different shapes in component",
             r"Cannot add tensor to the batch: number of elements does not match",
             r"stack expects each tensor to be equal size, but got",
+            r"all input arrays must have the same shape",
+            # a traceback cut at the collate function's stack: the items' shapes differ
+            r"collate\w*\((?:.*\n){1,30}?.*\b(?:np|numpy|torch)\.stack\([^\n]*"
+            r"(?:\n\s*File \"[^\"]*\", line \d+, in \w+)*\s*\Z",
         ),
         ("pad_batches", "check_shapes"),
     ),
@@ -1082,5 +1235,32 @@ RULES: tuple[Rule, ...] = (
         "The arrays passed to fit hold different numbers of samples; the GPU is not involved.",
         (r"Data cardinality is ambiguous",),
         ("check_shapes",),
+    ),
+    Rule(
+        "data.ran_out",
+        Kind.DATA,
+        "Data error: the input ran out of batches",
+        "fit asked for more batches than the data gives (steps_per_epoch × epochs, or "
+        "validation_steps), so training stopped early; the GPU is not involved.",
+        (r"Your input ran out of data",),
+        ("enough_batches",),
+    ),
+    Rule(
+        "data.unreadable_file",
+        Kind.DATA,
+        "Data error: a file cannot be read",
+        "A file of the data set is empty, cut short or not what its name says (an image that "
+        "does not decode, a checkpoint whose header is incomplete); the GPU is not involved.",
+        (
+            r"cannot identify image file",
+            r"\bUnidentifiedImageError\b",
+            r"Invalid JPEG data",
+            r"Premature end of JPEG",
+            r"image file is truncated",
+            r"Caught OSError in DataLoader worker process",
+            r"SafetensorError: Error while deserializing header",
+        ),
+        ("check_files",),
+        in_log=True,
     ),
 )

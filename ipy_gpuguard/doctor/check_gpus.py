@@ -132,11 +132,13 @@ def _libraries_of_other_frameworks(findings: Findings) -> Verdict:
         for message in view.messages
     )
     if problems:
+        # the first framework with a problem names the remedy's spelling
+        framework = "torch" if problems[0].startswith("PyTorch") else "jax"
         return Verdict(
             Status.WARNING,
             "; ".join(problems + found),
             details,
-            findings.remedies("check_gpu_visible"),
+            findings.remedies_for(framework, ("check_gpu_visible",), {}),
         )
     if found:
         return Verdict(Status.OK, "; ".join(found), details)

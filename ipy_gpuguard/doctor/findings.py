@@ -15,6 +15,7 @@ from ..diagnosis import FactValue, Remedy
 from ..diagnosis.builds import BuildConfiguration, build_fields, tested_build
 from ..diagnosis.context import TENSORFLOW_DISTRIBUTIONS
 from ..diagnosis.remedies import SEE_DOCTOR, resolved
+from ..diagnosis.stack import Stack, Vendor, stack_of_modules
 from ..telemetry import DeviceInfo
 from ..telemetry.framework import FrameworkSettings, tensorflow_settings
 from ..telemetry.nvml_driver import NvmlFacts, read_nvml
@@ -136,12 +137,31 @@ class Findings:
         return self.settings.gpu_initialised
 
     def remedies(self, *remedy_ids: str, **fields: FactValue) -> tuple[Remedy, ...]:
-        """The catalog's remedies, filled with this machine's facts and ``fields``."""
+        """The catalog's remedies for TensorFlow, which most checks are about."""
+        return self.remedies_for("tensorflow", remedy_ids, fields)
+
+    def remedies_for(
+        self, framework: str, remedy_ids: tuple[str, ...], fields: dict[str, FactValue]
+    ) -> tuple[Remedy, ...]:
+        """The catalog's remedies for ``framework`` (a module name) on this machine's GPUs,
+        filled with this machine's facts and ``fields``; those with no spelling for that stack
+        are left out."""
         filled = {**self.fields(), **fields}
-        return tuple(
-            _without_doctor_step(resolved(remedy_id, filled, self.gpu_initialised))
-            for remedy_id in remedy_ids
+        stack = self.stack(framework)
+        spelled = (
+            resolved(remedy_id, filled, self.gpu_initialised, stack) for remedy_id in remedy_ids
         )
+        return tuple(_without_doctor_step(remedy) for remedy in spelled if remedy is not None)
+
+    def stack(self, framework: str) -> Stack:
+        """The stack a finding about ``framework`` speaks of, decided as a card's is: NVML's
+        GPUs are NVIDIA's, and tensorflow-directml-plugin's are DirectML's."""
+        vendor = None
+        if self.machine.version_of("tensorflow-directml-plugin") is not None:
+            vendor = Vendor.DIRECTML
+        elif self.nvml.problem is None and self.nvml.visible_gpus():
+            vendor = Vendor.NVIDIA
+        return stack_of_modules((framework,), vendor)
 
     def fields(self) -> dict[str, FactValue]:
         """Values the catalog's remedy steps may name: versions, the driver they need."""

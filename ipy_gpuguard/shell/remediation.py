@@ -15,6 +15,7 @@ from typing import Any
 
 from ..cards import PENDING, CardParts, reclaim_of
 from ..diagnosis import Context, Diagnosis, Kind, diagnose
+from ..diagnosis.stack import stack_of_modules
 from ..record import FailedRun, Reclaimed
 from ..retry import RetryRequest, RunOutcome
 from ..retry.aftermath import CellEnd, after_failure, ending, fixed_size, plans_retry
@@ -156,6 +157,7 @@ def _context(run: FailedRun, previous_kind: Kind | None) -> Context:
         xla=run.settings.xla_auto_jit,
         hang=run.hang,
         watchdog_interrupted=run.watchdog_interrupted,
+        frameworks=stack_of_modules(tuple(sys.modules)).frameworks,
     )
 
 

@@ -7,7 +7,12 @@ directory's prefix is the kind a reader would give it; ``unknown/`` holds the ne
 
 A third of the cases is held out: drawn by a hash of the case's path (``sha256(path)[0] % 3 == 0``)
 before any rule was tuned on the rest, and written into each sidecar (``"split"``) so that moving a
-case to another rule's directory never moves it to the other split. New cases are drawn the same way.
+case to another rule's directory never moves it to the other split. The fourth round (families
+``round4-*``) was drawn by ``sha256("<family>/<variant>")[0] % 3 == 0`` when its collectors filed it.
+
+Each sidecar also names the GPU's vendor (``"vendor"``: ``nvidia``, ``amd``, ``apple``,
+``directml``, or ``none``): read from the text's own words for the first three rounds, from the
+report's thread for the fourth. With ``framework`` it is the stack the case's card keeps to.
 
 ``python -m tests.diagnosis.corpus`` prints the tables of the closing note: each split, and each
 family with the rule that fired on every case it got wrong (held-out cases show only counts).
@@ -55,6 +60,11 @@ class Case:
     @property
     def held_out(self) -> bool:
         return self.sidecar["split"] == "held-out"
+
+    @property
+    def round_four(self) -> bool:
+        """Gathered for issue 36, after the bars of the first three rounds were set."""
+        return self.sidecar["family"].startswith("round4-")
 
     def diagnose(self) -> Diagnosis:
         watchdog = self.expected_rule in AFTER_WATCHDOG

@@ -1,0 +1,94 @@
+"""The stack of an error: its own words first, then what the guard saw of the cell."""
+
+from __future__ import annotations
+
+import pytest
+
+from ipy_gpuguard.diagnosis import Context, DeviceMemory, diagnose
+from ipy_gpuguard.diagnosis.remedies import remedy_for
+from ipy_gpuguard.diagnosis.stack import (
+    UNKNOWN,
+    Framework,
+    Stack,
+    Vendor,
+    stack_of_modules,
+    stack_of_text,
+)
+
+TORCH_OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+    "capacity of 7.79 GiB of which 1.00 GiB is free."
+)
+
+
+def test_the_type_of_a_raised_error_names_the_framework_that_raised_it():
+    stack = stack_of_text(["boom"], ["torch.OutOfMemoryError", "RuntimeError"])
+    assert stack.raised_by is Framework.PYTORCH
+
+
+def test_keras_3_on_pytorch_is_both_and_pytorch_raised():
+    files = ["/env/keras/src/trainers/trainer.py", "/env/torch/nn/modules/module.py"]
+    stack = stack_of_text([TORCH_OOM], files=files)
+    assert stack.frameworks == {Framework.KERAS, Framework.PYTORCH}
+    assert stack.raised_by is Framework.PYTORCH
+    assert stack.in_order()[0] is Framework.KERAS  # the person writes Keras
+
+
+def test_jaxlibs_copy_of_tensorflows_tree_is_not_tensorflow():
+    line = (
+        "E external/org_tensorflow/tensorflow/compiler/xla/python/local_client.cc:672] Execution "
+        "of replica 0 failed: Resource exhausted: Out of memory while trying to allocate 5 bytes."
+    )
+    assert stack_of_text([line]).frameworks == {Framework.JAX}
+
+
+@pytest.mark.parametrize(
+    ("text", "vendor"),
+    [
+        (TORCH_OOM, Vendor.NVIDIA),
+        ("HIP out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.98 GiB total)", Vendor.AMD),
+        (TORCH_OOM + "\nAMD Radeon RX 6800 XT, gfx1030", Vendor.AMD),
+        ("RuntimeError: MPS backend out of memory (MPS allocated: 17.00 GB)", Vendor.APPLE),
+        (
+            "OOM when allocating tensor ... on /job:localhost/replica:0/task:0/device:DML:0",
+            Vendor.DIRECTML,
+        ),
+        (
+            "Unable to initialize backend 'rocm': NOT_FOUND ... Available platform names are: CUDA",
+            Vendor.NVIDIA,
+        ),
+        ("list index out of range", None),
+    ],
+)
+def test_the_vendor_is_the_strongest_that_the_words_name(text, vendor):
+    assert stack_of_text([text]).vendor is vendor
+
+
+def test_what_the_cell_imported_fills_in_only_what_the_words_leave_open():
+    stack = stack_of_text(["Out of memory"]).filled_in({Framework.JAX}, Vendor.NVIDIA)
+    assert stack == Stack(frozenset({Framework.JAX}), Framework.JAX, Vendor.NVIDIA)
+    torch = stack_of_text([TORCH_OOM]).filled_in({Framework.JAX}, None)
+    assert torch.frameworks == {Framework.PYTORCH}
+
+
+def test_the_doctor_decides_a_process_stack_with_the_same_rules():
+    stack = stack_of_modules(["sys", "tensorflow", "numpy"], Vendor.NVIDIA)
+    assert stack == Stack(frozenset({Framework.TENSORFLOW}), Framework.TENSORFLOW, Vendor.NVIDIA)
+
+
+def test_an_unknown_stack_gets_remedies_that_name_no_framework():
+    mixed = remedy_for("mixed_precision", UNKNOWN)
+    assert mixed is not None and not mixed.frameworks
+    assert remedy_for("memory_growth", UNKNOWN) is None  # TensorFlow's and JAX's only
+
+
+def test_a_guarded_cell_gives_an_unnamed_error_the_stack_it_imported():
+    """``Out of memory`` alone names no framework: the cell's imports and NVML's GPU do."""
+    devices = (DeviceMemory(0, "NVIDIA H100", 80 << 30),)
+    in_jax = diagnose(
+        "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 8589934592 bytes.",
+        Context(devices=devices, frameworks=frozenset({Framework.JAX})),
+    )
+    steps = " ".join(step for remedy in in_jax.remedies for step in remedy.steps)
+    assert "XLA_PYTHON_CLIENT_PREALLOCATE" in steps
+    assert "keras" not in steps.lower() and "torch" not in steps
