@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .remedies import REMEDIES
+from .remedies import resolved
+from .stack import UNKNOWN
 
 #: Below this share of the machine's memory available at the last sample, the OS's
 #: out-of-memory killer is the likely end (the last sample is up to a second old).
@@ -28,11 +29,14 @@ class Death:
     remedies: tuple[str, ...]
 
     def remedy_lines(self) -> tuple[str, ...]:
-        """Each remedy in one line: its title and its steps."""
-        return tuple(
-            f"{REMEDIES[name].title}: {' '.join(REMEDIES[name].steps) or REMEDIES[name].why}"
-            for name in self.remedies
-        )
+        """Each remedy in one line: its title and its steps, in the words that name no
+        framework (the server that writes the post-mortem does not know the kernel's)."""
+        lines = []
+        for name in self.remedies:
+            remedy = resolved(name, {}, None, UNKNOWN)
+            if remedy is not None:
+                lines.append(f"{remedy.title}: {' '.join(remedy.steps) or remedy.why}")
+        return tuple(lines)
 
 
 DEATHS: dict[str, Death] = {

@@ -80,7 +80,7 @@ def resolved(
     A remedy that needs a fresh process gets a note: a restart when TensorFlow has initialised
     the GPU here (``gpu_initialised``), a reminder when that is unknown or another framework's.
     """
-    remedy = remedy_for(for_this_stack(remedy_id, fields), stack)
+    remedy = remedy_for(for_this_stack(remedy_id, fields, stack), stack)
     if remedy is None:
         return None
     fields = {**stack_fields(stack), **fields}
@@ -142,11 +142,14 @@ _BEFORE_AND_CUDA = {
 AND_CUDA_SINCE = (2, 14)
 
 
-def for_this_stack(remedy_id: str, fields: Mapping[str, FactValue]) -> str:
+def for_this_stack(
+    remedy_id: str, fields: Mapping[str, FactValue], stack: Stack = UNKNOWN
+) -> str:
     """The remedy that fits the installed TensorFlow: with tensorflow-directml-plugin
-    (``directml_plugin``), never one that removes the tensorflow-cpu it runs on; before 2.14,
-    never ``tensorflow[and-cuda]``, which does not exist there."""
-    if remedy_id == "install_gpu_tensorflow" and "directml_plugin" in fields:
+    (``directml_plugin``, or a DirectML error), never one that removes the tensorflow-cpu it
+    runs on; before 2.14, never ``tensorflow[and-cuda]``, which does not exist there."""
+    directml = "directml_plugin" in fields or stack.vendor is Vendor.DIRECTML
+    if remedy_id == "install_gpu_tensorflow" and directml:
         return "keep_directml_tensorflow"
     version = fields.get("tensorflow_version")
     release = major_minor(version) if isinstance(version, str) else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ipy_gpuguard.diagnosis import Context, DeviceMemory, diagnose
-from ipy_gpuguard.diagnosis.remedies import remedy_for
+from ipy_gpuguard.diagnosis.remedies import remedy_for, resolved
 from ipy_gpuguard.diagnosis.stack import (
     UNKNOWN,
     Framework,
@@ -92,3 +92,9 @@ def test_a_guarded_cell_gives_an_unnamed_error_the_stack_it_imported():
     steps = " ".join(step for remedy in in_jax.remedies for step in remedy.steps)
     assert "XLA_PYTHON_CLIENT_PREALLOCATE" in steps
     assert "keras" not in steps.lower() and "torch" not in steps
+
+
+def test_a_directml_error_never_gets_advice_that_removes_its_tensorflow_cpu():
+    directml = Stack(frozenset({Framework.TENSORFLOW}), Framework.TENSORFLOW, Vendor.DIRECTML)
+    remedy = resolved("install_gpu_tensorflow", {}, None, directml)
+    assert remedy is not None and remedy.id == "keep_directml_tensorflow"

@@ -128,6 +128,36 @@ print("CARD-JSON", json.dumps(to_json(session.cards.get(session.last_retry_card)
 """
 
 
+JAX_SCRIPT = """
+import sys
+sys.path.insert(0, {root!r})
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+shell.run_line_magic("load_ext", "ipy_gpuguard")
+cell = "import jax.numpy as jnp\\njnp.zeros((2**40,), dtype=jnp.float32).block_until_ready()"
+result = shell.run_cell("%%gpuguard --interval 0.1\\n" + cell)
+print("ERROR-TYPE", type(result.error_in_exec).__name__)
+print("FRAMEWORKS", sorted(name for name in ("tensorflow", "keras", "torch") if name in sys.modules))
+"""
+
+
+@pytest.mark.tensorflow
+def test_a_real_jax_oom_gets_jaxs_own_remedies_in_a_fresh_process():
+    """Issue 36: a JAX out-of-memory error got Keras' mixed-precision policy and Keras 3's
+    gradient_accumulation_steps. A process that imported JAX alone, as a JAX notebook does."""
+    env = {**os.environ, "GPUGUARD_SIMULATE": "8GiB"}
+    script = textwrap.dedent(JAX_SCRIPT).format(root=str(ROOT))
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=240
+    )
+    assert "ERROR-TYPE JaxRuntimeError" in run.stdout, run.stderr[-3000:]
+    assert "FRAMEWORKS []" in run.stdout  # nothing of the guard's imported another framework
+    card = run.stdout[run.stdout.index("ipy_gpuguard · Out of") :]
+    assert "jnp.bfloat16" in card and "Recompute activations" in card
+    for other in ("keras", "Keras", "TensorFlow", "tf.", "torch", "PyTorch"):
+        assert other not in card, other
+
+
 @pytest.mark.tensorflow
 @pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
 def test_a_real_keras_oom_with_and_without_xla_in_a_fresh_process(tmp_path, jit_compile):
