@@ -142,9 +142,7 @@ _BEFORE_AND_CUDA = {
 AND_CUDA_SINCE = (2, 14)
 
 
-def for_this_stack(
-    remedy_id: str, fields: Mapping[str, FactValue], stack: Stack = UNKNOWN
-) -> str:
+def for_this_stack(remedy_id: str, fields: Mapping[str, FactValue], stack: Stack = UNKNOWN) -> str:
     """The remedy that fits the installed TensorFlow: with tensorflow-directml-plugin
     (``directml_plugin``, or a DirectML error), never one that removes the tensorflow-cpu it
     runs on; before 2.14, never ``tensorflow[and-cuda]``, which does not exist there."""

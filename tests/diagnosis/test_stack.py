@@ -78,7 +78,8 @@ def test_the_doctor_decides_a_process_stack_with_the_same_rules():
 
 def test_an_unknown_stack_gets_remedies_that_name_no_framework():
     mixed = remedy_for("mixed_precision", UNKNOWN)
-    assert mixed is not None and not mixed.frameworks
+    assert mixed is not None
+    assert not mixed.frameworks
     assert remedy_for("memory_growth", UNKNOWN) is None  # TensorFlow's and JAX's only
 
 
@@ -91,10 +92,12 @@ def test_a_guarded_cell_gives_an_unnamed_error_the_stack_it_imported():
     )
     steps = " ".join(step for remedy in in_jax.remedies for step in remedy.steps)
     assert "XLA_PYTHON_CLIENT_PREALLOCATE" in steps
-    assert "keras" not in steps.lower() and "torch" not in steps
+    assert "keras" not in steps.lower()
+    assert "torch" not in steps
 
 
 def test_a_directml_error_never_gets_advice_that_removes_its_tensorflow_cpu():
     directml = Stack(frozenset({Framework.TENSORFLOW}), Framework.TENSORFLOW, Vendor.DIRECTML)
     remedy = resolved("install_gpu_tensorflow", {}, None, directml)
-    assert remedy is not None and remedy.id == "keep_directml_tensorflow"
+    assert remedy is not None
+    assert remedy.id == "keep_directml_tensorflow"

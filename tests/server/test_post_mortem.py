@@ -79,6 +79,7 @@ def test_the_remedies_of_a_death_are_filled_in_and_name_no_framework():
     """A remedy's steps are templates ({upgrade_framework}); the server knows no kernel's stack."""
     found = post_mortem(dataclasses.replace(LAST, platform="win32", last_step_at=995.0))
     text = " ".join(found.remedies)
-    assert "{" not in text and "}" not in text
+    assert "{" not in text
+    assert "}" not in text
     assert "Upgrade the framework you train with" in text
     assert not any(name in text for name in ("TensorFlow", "PyTorch", "JAX", "tensorflow"))
