@@ -315,7 +315,7 @@ RULES: tuple[Rule, ...] = (
         "Out of {memory_of} memory (ROCm)",
         "The AMD GPU ran out of memory<< allocating {requested_bytes}>><< on {device}>>.",
         (r"HIP out of memory", r"HIP_ERROR_OutOfMemory", r"hipErrorOutOfMemory"),
-        (*_OOM_REMEDIES, "stale_process"),
+        (*_OOM_REMEDIES, "expandable_segments", "stale_process"),
         in_log=True,
     ),
     Rule(
@@ -669,6 +669,10 @@ RULES: tuple[Rule, ...] = (
             r"kIO(?:GPU|Accel)CommandBufferCallbackErrorSubmissionsIgnored",
             r"Ignored \(for causing prior/excessive GPU errors\)",
             r"Internal Error \(0000000e:Internal Error\)",
+            # an invalid address on the GPU, and the work discarded with it
+            r"Caused GPU Address Fault Error",
+            r"kIO(?:GPU|Accel)CommandBufferCallbackError(?:PageFault|InnocentVictim)",
+            r"Discarded \(victim of GPU error/recovery\)",
         ),
         ("restart_kernel", "allow_cpu", "update_driver"),
         in_log=True,

@@ -92,7 +92,7 @@ _FRAMEWORK_WORDS: tuple[tuple[Framework, re.Pattern[str]], ...] = tuple(
         (Framework.KERAS, r"\bKeras\b"),
         (
             Framework.JAX,
-            r"\bJAX\b|\bXlaRuntimeError\b|\bXLA_PYTHON_CLIENT_\w+|\bjax_\w+|\bPJRT\b"
+            r"\bJAX\b|\bjaxlib\b|\bXlaRuntimeError\b|\bXLA_PYTHON_CLIENT_\w+|\bjax_\w+|\bPJRT\b"
             r"|\borg_tensorflow/tensorflow/compiler/xla/python\b",
         ),
         (Framework.MLX, r"\bMLX\b|\[METAL\]|\bmlx::core\b|\blibmlx"),
