@@ -3,6 +3,7 @@ has ended, what the guard saw of a failure, and what freeing its memory gave bac
 shell, read by ``cards/`` (which decides what a card says) and ``ui/`` (which draws it)."""
 
 from .failure import FailedRun, Reclaimed
+from .forecast import Basis, Forecast, Growth
 from .view import (
     PanelView,
     WatchView,
@@ -13,7 +14,10 @@ from .view import (
 )
 
 __all__ = [
+    "Basis",
     "FailedRun",
+    "Forecast",
+    "Growth",
     "PanelView",
     "Reclaimed",
     "WatchView",

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ..diagnosis import DeviceMemory
 from ..telemetry.framework import FrameworkSettings
 from ..watchdog import HangEvidence
+from .forecast import Forecast
 from .view import PanelView
 
 
@@ -26,6 +27,8 @@ class FailedRun:
     settings: FrameworkSettings
     hang: HangEvidence | None = None
     watchdog_interrupted: bool = False
+    #: What the guard foresaw of the cell's fit before it failed.
+    forecast: Forecast | None = None
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,9 @@ class FitWatch:
     def fit_ended(self, model: Any) -> None:
         self.ended += 1
 
+    def epoch_ended(self, model: Any, epoch: int) -> None:
+        """A search needs nothing of an epoch's end."""
+
     @property
     def measurable(self) -> FitCall | None:
         """The one ``fit`` whose sizes the guard's own calls can measure, if there is one."""

@@ -7,14 +7,17 @@ from dataclasses import replace
 
 from IPython.display import display
 
+from ..cards.forecast_words import forecast_line, growth_line
 from ..diagnosis import DeviceMemory
 from ..record import FailedRun, PanelView, WatchView
+from ..retry.fit_forecast import FitForecaster
 from ..retry.measure import PeakReader
 from ..telemetry import DeviceBackend, DeviceInfo, FrameworkAllocators, Sample, Sampler
 from ..telemetry.framework import tensorflow_settings
 from ..ui.summary import PanelSummary
 from ..watchdog import (
     FitWatcher,
+    FitWatchers,
     GpuTimeout,
     KerasHooks,
     StallLimits,
@@ -58,6 +61,9 @@ class GuardedRun:
         line in a terminal).
     fit_watch
         Notes the cell's Keras ``fit`` calls for a search (never ends them).
+    defined_before
+        Whether an object was defined before the cell: a model of an earlier cell has its
+        variables in the memory the forecast finds in place.
     stall_as_card
         The frontend shows a stall as a card: the panel leaves out where it waits.
     """
@@ -76,6 +82,7 @@ class GuardedRun:
         on_stall: Callable[[PanelView], None] | None = None,
         fit_watch: FitWatcher | None = None,
         stall_as_card: bool = False,
+        defined_before: Callable[[object], bool] = lambda value: False,
     ) -> None:
         self._backend = backend
         self._on_stall = on_stall
@@ -100,12 +107,20 @@ class GuardedRun:
             self._allocators,
             [info.index for info in self._devices],
             options.interval_s,
-            listener=self._sampled if self._panel or state_file else None,
+            listener=self._sampled,
         )
         self._stop_heard = StopHeard()
         self.steps = StepRecorder()
         self.pending_work = PendingWork(frozenset())  # JAX's arrays as the cell starts
-        self._keras = KerasHooks(self.steps, watcher=fit_watch)
+        capacities = [info.total_bytes for info in self._devices if info.total_bytes]
+        self.forecaster = FitForecaster(
+            self.steps,
+            min(capacities) if capacities else None,
+            self._allocator_peak_now,
+            self.allocator_bytes,
+            defined_before,
+        )
+        self._keras = KerasHooks(self.steps, watcher=FitWatchers((fit_watch, self.forecaster)))
         self.watchdog = Watchdog(
             self.steps,
             StallLimits(options.timeout_s, options.first_step_s),
@@ -123,6 +138,7 @@ class GuardedRun:
         try:
             self.pending_work = PendingWork.now()
             self._allocator_baseline = self.allocator_bytes()
+            self.forecaster.baseline_bytes = self._allocator_baseline or 0
             self._allocators.reset_peaks(info.index for info in self._devices)
             if self._panel is not None:
                 self._panel.show(self.view())
@@ -155,6 +171,7 @@ class GuardedRun:
                     self.watchdog.cell_finished()
             finally:
                 self._sampler.stop()
+            self._look_ahead()  # a fit shorter than a sample's interval
             view = replace(self.view(finished=True), ended_with=ended_with)
             if self._on_stall is not None:  # a stall's card says how it ended
                 self._on_stall(view)
@@ -176,6 +193,14 @@ class GuardedRun:
             notes.append(f"telemetry stopped working: {self._sampler.error}")
         if self.watchdog.error:
             notes.append(f"the watchdog stopped working: {self.watchdog.error}")
+        if self.forecaster.forecast is not None:
+            notes.append(forecast_line(self.forecaster.forecast))
+        if self.forecaster.forecast is not None:
+            growth = growth_line(self.forecaster.forecast)
+            if growth is not None:
+                notes.append(growth)
+        if self.forecaster.error:
+            notes.append(f"the forecast stopped: {self.forecaster.error}")
         return PanelView(
             source_kind=self._backend.kind,
             source_summary="no GPU telemetry" if no_telemetry else self._backend.summary,
@@ -239,6 +264,7 @@ class GuardedRun:
             tensorflow_settings(),
             hang=view.hang_evidence(),
             watchdog_interrupted=self.watchdog.interrupt is not None,
+            forecast=self.forecaster.forecast,
         )
 
     def allocator_peak_bytes(self, view: PanelView) -> int | None:
@@ -284,11 +310,28 @@ class GuardedRun:
             self._panel.end()
 
     def _sampled(self, sample: Sample) -> None:
-        """From the sampler's thread: redraw the panel, update the state file."""
+        """From the sampler's thread: forecast, redraw the panel, update the state file."""
+        self._look_ahead()
         if self._panel is not None:
             self._panel.draw(self.view)
         if self._state_file is not None:
             self._state_file.sampled(sample, self._devices, self.steps.snapshot())
+
+    def _look_ahead(self) -> None:
+        """The forecast, once the fit has run its first steps; a failure of the guard's own
+        forecast is one line in the panel, and never stops the sampling."""
+        if self.forecaster.error is not None:
+            return
+        try:
+            self.forecaster.look()
+        except Exception as error:  # the guard's own: said, never raised into the cell
+            self.forecaster.error = f"{type(error).__name__}: {error}"
+
+    def _allocator_peak_now(self) -> int | None:
+        """The allocator's peak so far in the cell, on the fullest watched device."""
+        readings = [self._allocators.read(info.index) for info in self._devices]
+        known = [reading.peak_bytes for reading in readings if reading is not None]
+        return max(known) if known else None
 
     def _stall_changed(self) -> None:
         """From the watchdog thread: a stall began, goes on or ended."""

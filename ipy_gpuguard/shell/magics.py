@@ -211,13 +211,14 @@ class GPUGuardMagics(Magics):
         "command",
         nargs="?",
         default="status",
-        choices=["status", "doctor", "simulate", "history", "retry"],
+        choices=["status", "doctor", "simulate", "history", "retry", "forecast"],
         help=(
             "status: telemetry, devices, their GPU watchdogs and settings; doctor: check the "
             "GPU environment (driver, CUDA, cuDNN, TensorFlow's build and GPUs, memory "
             "settings) and say what to fix; simulate: simulated GPUs when none is found; "
             "history: the recent incidents; retry: run the last cell that ran out of memory "
-            "again with a smaller batch, as its card's button does"
+            "again with a smaller batch, as its card's button does; forecast: the memory "
+            "forecast of the last guarded fit"
         ),
     )
     @magic_arguments.argument(
@@ -231,7 +232,10 @@ class GPUGuardMagics(Magics):
     @magic_arguments.argument(
         "--json",
         action="store_true",
-        help="for doctor: return the report as data (a dict), for `report = %%gpuguard doctor --json`",
+        help=(
+            "for doctor and forecast: return it as data (a dict), as in "
+            "`report = %%gpuguard doctor --json`"
+        ),
     )
     @line_magic("gpuguard")  # type: ignore[arg-type]  # IPython types the named form as a union
     def gpuguard_line(self, line: str) -> dict[str, Any] | None:
@@ -251,12 +255,18 @@ class GPUGuardMagics(Magics):
         Defaults are set with ``%config GPUGuard``.
         """
         args = _parse(self.gpuguard_line, line, "%gpuguard")
-        if args.json and args.command != "doctor":
-            raise UsageError("%gpuguard: --json goes with doctor, as in %gpuguard doctor --json")
+        if args.json and args.command not in ("doctor", "forecast"):
+            raise UsageError(
+                "%gpuguard: --json goes with doctor or forecast, as in %gpuguard doctor --json"
+            )
         if args.command == "doctor":
             if args.value is not None:
                 raise UsageError(f"%gpuguard doctor takes only --json, not {args.value!r}")
             return _doctor(args.json, controls=getattr(self.shell, "kernel", None) is not None)
+        if args.command == "forecast":
+            if args.value is not None:
+                raise UsageError(f"%gpuguard forecast takes only --json, not {args.value!r}")
+            return self._forecast(args.json)
         if args.command == "retry":
             self._retry(args.value)
         elif args.command == "simulate":
@@ -267,6 +277,16 @@ class GPUGuardMagics(Magics):
             if args.value is not None:
                 raise UsageError(f"%gpuguard status takes no value, not {args.value!r}")
             print(_telemetry_said(lambda: "\n".join(self.session.status_lines())))
+        return None
+
+    def _forecast(self, as_data: bool) -> dict[str, Any] | None:
+        """The last guarded fit's forecast: printed, or as data (``None`` when there is none)."""
+        from ..cards.forecast_words import forecast_lines  # the cards load with the first card
+
+        forecast = self.session.last_forecast
+        if as_data:
+            return None if forecast is None else forecast.as_data()
+        print("\n".join(forecast_lines(forecast)))
         return None
 
     def guard_options(self, line: str, cell: str | None = None) -> GuardOptions:

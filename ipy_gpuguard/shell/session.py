@@ -15,6 +15,7 @@ from ..cards import CardParts, base_card, search_card, with_parts
 from ..diagnosis import Diagnosis, Kind
 from ..protocol import Action, ActionResult, Card, RunningCell
 from ..record import PanelView, Reclaimed, device_series
+from ..record.forecast import Forecast
 from ..retry import (
     BatchMemory,
     BeforeTheSearch,
@@ -159,6 +160,8 @@ class GuardSession:
         ) = None
         self.last_failure: Kind | None = None
         self.last_run: GuardedRun | None = None  # the last guarded cell's, once it has ended
+        #: The last guarded fit's forecast (``%gpuguard forecast``), kept past cells without one.
+        self.last_forecast: Forecast | None = None
 
     @property
     def backend(self) -> DeviceBackend:
@@ -267,6 +270,7 @@ class GuardSession:
             self._stall_shown(cell_id, execution_count),
             watch,
             self.frontend_renders_cards and not self.recording_attempt,
+            self._defined_before(),
         )
         if self.state_file is not None and not self.recording_attempt:
             first = next((line.strip() for line in cell.splitlines()[1:] if line.strip()), "")
@@ -287,6 +291,13 @@ class GuardSession:
             return TerminalStallLines().changed
         return None
 
+    def _defined_before(self) -> Callable[[object], bool]:
+        """Whether an object is one of the namespace's as the cell begins."""
+        if self._runner is None:
+            return lambda value: False
+        namespace = {id(value) for value in self._runner.namespace.values()}
+        return lambda value: id(value) in namespace
+
     def _cell_watch(self, options: GuardOptions) -> FitWatch | None:
         """What notes a cell's ``fit`` calls, for a retry or a search; when one may follow by
         itself (``--auto-retry``, ``--find-max``), it keeps the models of earlier cells as they
@@ -306,6 +317,8 @@ class GuardSession:
         self._active = None
         self.last_run = run
         view = run.finish(ended_with)
+        if run.forecaster.forecast is not None:
+            self.last_forecast = run.forecaster.forecast
         return FinishedCell(run, view, options, cell, cell_id, watch)
 
     def ended(self, outcome: str, rule_id: str | None = None) -> None:

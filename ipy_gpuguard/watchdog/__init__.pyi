@@ -7,7 +7,7 @@ panel and the cards show. Imports no framework: Keras is wrapped only once the c
 from .gpu_timeout import GpuTimeout, SystemTimeoutProbe, TimeoutProbe, step_warning
 from .interrupt import WatchdogInterrupt
 from .judgement import GpuDuringStall, HangEvidence
-from .keras_hooks import FitWatcher, KerasHooks
+from .keras_hooks import FitWatcher, FitWatchers, KerasHooks
 from .limits import StallLimits
 from .monitor import RAISED, SIGNALLED, STUCK, InterruptState, Stall, Watchdog
 from .progress import ProgressSnapshot, StepRecorder, heartbeat, set_active
@@ -18,6 +18,7 @@ __all__ = [
     "SIGNALLED",
     "STUCK",
     "FitWatcher",
+    "FitWatchers",
     "FrameLine",
     "GpuDuringStall",
     "GpuTimeout",

@@ -46,6 +46,29 @@ class FitWatcher(Protocol):
     def fit_ended(self, model: Any) -> None:
         """That ``fit`` ran to its end (a ``fit`` cut by an error never does)."""
 
+    def epoch_ended(self, model: Any, epoch: int) -> None:
+        """An epoch of that ``fit`` ended (``epoch`` counts from 0); must never raise, since it
+        runs inside the person's ``fit``."""
+
+
+class FitWatchers:
+    """Several watchers of the same ``fit`` calls, told in order: a search's and the forecast's."""
+
+    def __init__(self, watchers: Sequence[FitWatcher | None]) -> None:
+        self._watchers = tuple(watcher for watcher in watchers if watcher is not None)
+
+    def fit_began(self, model: Any, arguments: Mapping[str, Any], epoch_steps: int | None) -> None:
+        for watcher in self._watchers:
+            watcher.fit_began(model, arguments, epoch_steps)
+
+    def fit_ended(self, model: Any) -> None:
+        for watcher in self._watchers:
+            watcher.fit_ended(model)
+
+    def epoch_ended(self, model: Any, epoch: int) -> None:
+        for watcher in self._watchers:
+            watcher.epoch_ended(model, epoch)
+
 
 class KerasHooks:
     """Puts the heartbeat callback into the Keras modules already imported, and takes it out."""
@@ -211,6 +234,10 @@ def heartbeat_callback_class(base: type) -> type:
                 epoch_steps = steps if isinstance(steps, int) else None
                 arguments = _fit_arguments(self.model)
                 self._watcher.fit_began(self.model, arguments, epoch_steps)
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            if self._watcher is not None:
+                self._watcher.epoch_ended(self.model, epoch)
 
         def on_test_begin(self, logs: Any = None) -> None:
             self._recorder.begin_phase(_PHASES["test"])

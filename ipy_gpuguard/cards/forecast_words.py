@@ -1,0 +1,57 @@
+"""The forecast of a fit in words: the panel's line while it trains, ``%gpuguard forecast``
+and the line an out-of-memory card quotes."""
+
+from __future__ import annotations
+
+from ..record.forecast import Basis, Forecast
+from ..telemetry.units import format_bytes
+
+_MADE = {Basis.COMPILED: "from the compiled step", Basis.MEASURED: "measured"}
+
+
+def forecast_line(forecast: Forecast) -> str:
+    """One sentence: what the step needs at the cell's batch, and the largest that fits."""
+    when = "before the first step" if forecast.step == 0 else f"at step {forecast.step}"
+    made = f"Forecast ({_MADE[forecast.basis]}, {when})"
+    peak, capacity = format_bytes(forecast.peak_bytes), format_bytes(forecast.capacity_bytes)
+    largest = forecast.largest_batch
+    if not forecast.fits:
+        would = f": batch {largest} would fit" if largest else ""
+        return (
+            f"{made}: this step needs {peak}, the device has {capacity}: it will run out of "
+            f"memory{would}."
+        )
+    fits = (
+        f"; the largest batch that fits ≈ {largest}"
+        if largest
+        else "; the largest batch that fits cannot be told"
+    )
+    return f"{made}: peak {peak} of {capacity} at batch {forecast.batch_size}{fits}."
+
+
+def growth_line(forecast: Forecast) -> str | None:
+    """Memory that grows from epoch to epoch, and the epoch at which it fills the device."""
+    growth = forecast.growth
+    if growth is None:
+        return None
+    rate = format_bytes(growth.bytes_per_epoch)
+    if growth.fills_at_epoch is None:
+        return f"Memory grows {rate} an epoch; it does not fill the device before the fit ends."
+    return f"Memory grows {rate} an epoch: the device fills at epoch {growth.fills_at_epoch}."
+
+
+def forecast_said(forecast: Forecast) -> str:
+    """The forecast as an out-of-memory card quotes it: what the guard foresaw before it failed."""
+    growth = growth_line(forecast)
+    return f"Before it failed — {forecast_line(forecast)}" + (f" {growth}" if growth else "")
+
+
+def forecast_lines(forecast: Forecast | None) -> tuple[str, ...]:
+    """What ``%gpuguard forecast`` prints."""
+    if forecast is None:
+        return (
+            "No forecast yet: the guard makes one for the first Keras fit of a %%gpuguard cell "
+            "that trains on arrays, once it has run two steps.",
+        )
+    growth = growth_line(forecast)
+    return (forecast_line(forecast), *((growth,) if growth else ()))

@@ -1,0 +1,72 @@
+"""A fit's memory forecast as data: what the panel, ``%gpuguard forecast`` and a card show.
+
+Made by :mod:`ipy_gpuguard.retry.forecast` from a line of memory in the batch size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from enum import Enum
+
+
+class Basis(str, Enum):
+    """Where the forecast's line comes from."""
+
+    COMPILED = "compiled"
+    MEASURED = "measured"
+
+
+@dataclass(frozen=True)
+class Growth:
+    """Memory held between epochs that grows over the run: where it fills the device."""
+
+    bytes_per_epoch: int
+    fills_at_epoch: int | None
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """What the guard foresees of one fit, as ``%gpuguard forecast --json`` gives it.
+
+    Parameters
+    ----------
+    largest_batch
+        The largest batch that fits, erring small; ``None`` when the forecast cannot tell
+        (memory that does not grow with the batch, no line).
+    step
+        The training step the forecast was made at: 0 before the first one.
+    """
+
+    batch_size: int
+    peak_bytes: int
+    capacity_bytes: int
+    largest_batch: int | None
+    basis: Basis
+    step: int
+    growth: Growth | None = None
+
+    @property
+    def fits(self) -> bool:
+        """The step at the cell's batch size fits the device (the headroom is for the sizes
+        the forecast proposes, not for one that runs)."""
+        return self.peak_bytes <= self.capacity_bytes
+
+    def with_growth(self, growth: Growth | None) -> Forecast:
+        return Forecast(
+            self.batch_size,
+            self.peak_bytes,
+            self.capacity_bytes,
+            self.largest_batch,
+            self.basis,
+            self.step,
+            growth,
+        )
+
+    def as_data(self) -> dict[str, object]:
+        """Plain data, the fields ``--json`` names; ``fills_at_epoch`` only where memory grows."""
+        data = asdict(self)
+        data["basis"] = self.basis.value
+        growth = data.pop("growth")
+        data["growth_bytes_per_epoch"] = growth["bytes_per_epoch"] if growth else None
+        data["fills_at_epoch"] = growth["fills_at_epoch"] if growth else None
+        return data

@@ -1,0 +1,212 @@
+"""The forecast of a guarded cell's first Keras ``fit``, made while it trains.
+
+The heartbeat tells the :class:`FitForecaster` when the fit begins (its model and its batch
+size) and when each epoch ends; the sampler's thread asks it to :meth:`~FitForecaster.look` at
+each sample. Once :data:`MEASURED_AFTER` steps have run, the allocator's peak over them and the
+model's own variables give the line of :mod:`.forecast`; what the allocator holds at the end of
+each epoch shows memory that grows over the run. Reading the model's variables reads their
+shapes and dtypes only: nothing of the person's model or data changes, and nothing runs on their
+behalf.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..record.forecast import Basis, Forecast
+from ..watchdog.progress import StepRecorder
+from .forecast import MemoryLine, forecast_from_line, project_growth
+from .probe import replicas_of
+
+#: Training steps after which the allocator's peak is read: the first traces and compiles the
+#: step, the second runs it as every later step will.
+MEASURED_AFTER = 2
+#: Keras' batch size when ``fit`` is given arrays and no ``batch_size``.
+KERAS_DEFAULT_BATCH = 32
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """The fit being forecast: its model, the batch one device trains on, and how many
+    devices split the cell's batch."""
+
+    model: Any
+    device_batch: int
+    replicas: int
+    steps_at_start: int
+    defined_before: bool
+    epochs: int | None
+
+
+class FitForecaster:
+    """Forecasts the memory of the first ``fit`` of a guarded cell.
+
+    Parameters
+    ----------
+    capacity_bytes
+        The smallest watched device's memory: the one that runs out first.
+    read_peak
+        The allocator's peak so far in the cell, on the fullest watched device.
+    read_held
+        What the allocator holds now.
+    defined_before
+        Whether an object was defined before the cell (its variables are in the baseline).
+    """
+
+    def __init__(
+        self,
+        steps: StepRecorder,
+        capacity_bytes: int | None,
+        read_peak: Callable[[], int | None],
+        read_held: Callable[[], int | None],
+        defined_before: Callable[[object], bool] = lambda value: False,
+    ) -> None:
+        self._steps = steps
+        self._capacity = capacity_bytes
+        #: What the allocator held as the cell began: memory of earlier cells that the fit's
+        #: steps find in place (set when the cell starts).
+        self.baseline_bytes = 0
+        self._read_peak = read_peak
+        self._read_held = read_held
+        self._defined_before = defined_before
+        self._fit: _Fit | None = None
+        self._fits_seen = 0
+        self._held: list[int] = []
+        self.forecast: Forecast | None = None
+        #: The guard's own error that stopped the forecast: said in the panel, never raised.
+        self.error: str | None = None
+
+    def fit_began(self, model: Any, arguments: Mapping[str, Any], epoch_steps: int | None) -> None:
+        self._fits_seen += 1
+        if self._fits_seen > 1:
+            return
+        batch = fit_batch_size(arguments)
+        if batch is None:
+            return
+        replicas = replicas_of(model)
+        epochs = arguments.get("epochs")
+        self._fit = _Fit(
+            model,
+            max(batch // replicas, 1),
+            replicas,
+            self._steps.steps,
+            self._defined_before(model),
+            epochs if isinstance(epochs, int) else None,
+        )
+
+    def fit_ended(self, model: Any) -> None:
+        """Nothing to do: the forecast is made while the fit runs."""
+
+    def epoch_ended(self, model: Any, epoch: int) -> None:
+        """From the fit's own thread, inside the person's ``fit``: note what the allocator holds,
+        and project it once it grows. Never raises: an error of the guard's stops the forecast
+        and is said in the panel."""
+        fit = self._fit
+        if fit is None or model is not fit.model or self.error is not None:
+            return
+        try:
+            self._project(fit)
+        except Exception as error:  # the guard's own, never the person's
+            self.error = f"{type(error).__name__}: {error}"
+
+    def _project(self, fit: _Fit) -> None:
+        held = self._read_held()
+        forecast = self.look()
+        if held is None or forecast is None or self._capacity is None:
+            return
+        self._held.append(held)
+        peak = max(self._read_peak() or 0, forecast.peak_bytes)
+        growth = project_growth(self._held, peak, self._capacity, fit.epochs)
+        self.forecast = forecast.with_growth(growth)
+
+    def look(self) -> Forecast | None:
+        """From the sampler's thread: the forecast, made once the fit has run its first steps;
+        ``None`` until then, or where it cannot be made (no device size, no allocator)."""
+        fit = self._fit
+        if self.forecast is not None or fit is None or self._capacity is None:
+            return self.forecast
+        done = self._steps.steps - fit.steps_at_start
+        if done < MEASURED_AFTER:
+            return None
+        peak = self._read_peak()
+        if peak is None:
+            return None
+        own = 0 if fit.defined_before else variable_bytes(fit.model)
+        line = MemoryLine.measured(fit.device_batch, peak, self.baseline_bytes + own)
+        if line is None:
+            return None
+        forecast = forecast_from_line(line, fit.device_batch, self._capacity, Basis.MEASURED, done)
+        self.forecast = _in_cell_batches(forecast, fit.replicas)
+        return self.forecast
+
+
+def fit_batch_size(arguments: Mapping[str, Any]) -> int | None:
+    """The batch size of a ``fit`` given arrays: its ``batch_size``, or Keras' 32; ``None`` for
+    data that batches itself (a dataset, a generator), whose batch ``fit`` is not told."""
+    batch = arguments.get("batch_size")
+    if isinstance(batch, int) and batch > 0:
+        return batch
+    x = arguments.get("x")
+    return KERAS_DEFAULT_BATCH if _is_array(x) else None
+
+
+def variable_bytes(model: Any) -> int:
+    """The bytes of the model's variables, the gradients of its trainable ones and its
+    optimizer's slots: the part of a step's memory that does not grow with the batch.
+
+    Read from shapes and dtypes, never from values (reading a value would copy it)."""
+    weights = _bytes_of(getattr(model, "weights", ()))
+    gradients = _bytes_of(getattr(model, "trainable_weights", ()))
+    optimizer = getattr(model, "optimizer", None)
+    slots = _bytes_of(getattr(optimizer, "variables", ())) if optimizer is not None else 0
+    return weights + gradients + slots
+
+
+def _bytes_of(variables: Any) -> int:
+    total = 0
+    for variable in variables if isinstance(variables, list | tuple) else ():
+        shape = getattr(variable, "shape", None)
+        itemsize = _itemsize(getattr(variable, "dtype", None))
+        if shape is None or itemsize is None:
+            continue
+        dimensions = [int(d) for d in shape if d is not None]
+        total += math.prod(dimensions) * itemsize
+    return total
+
+
+_ITEMSIZES = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2}
+
+
+def _itemsize(dtype: Any) -> int | None:
+    size = getattr(dtype, "size", None) or getattr(dtype, "itemsize", None)
+    if isinstance(size, int):
+        return size
+    name = getattr(dtype, "name", dtype)
+    return _ITEMSIZES.get(str(name))
+
+
+def _is_array(x: Any) -> bool:
+    """An array (or a list, tuple or dict of arrays) that ``fit`` batches itself."""
+    if isinstance(x, dict):
+        return bool(x) and all(_is_array(value) for value in x.values())
+    if isinstance(x, list | tuple):
+        return bool(x) and all(_is_array(value) for value in x)
+    return hasattr(x, "shape") and hasattr(x, "dtype") and len(getattr(x, "shape", ())) > 0
+
+
+def _in_cell_batches(forecast: Forecast, replicas: int) -> Forecast:
+    """The forecast of one device, in the cell's (global) batch sizes."""
+    if replicas == 1:
+        return forecast
+    largest = forecast.largest_batch
+    return Forecast(
+        forecast.batch_size * replicas,
+        forecast.peak_bytes,
+        forecast.capacity_bytes,
+        None if largest is None else largest * replicas,
+        forecast.basis,
+        forecast.step,
+    )

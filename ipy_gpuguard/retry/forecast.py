@@ -1,0 +1,107 @@
+"""The forecast of a fit's memory: what its step needs at the cell's batch size, the largest
+batch that fits the device, and where memory that grows over the run fills it.
+
+Memory of a training step is a line in the batch size: a fixed part (weights, their gradients,
+the optimizer's slots, the compiled program's own buffers) and a part per sample (activations
+and their gradients). Two bases give the line:
+
+- **compiled**: XLA's analysis of the compiled step at two batch sizes, before the first step
+  runs (Keras 3 on JAX);
+- **measured**: the allocator's peak over the first steps at the cell's size, with the model's
+  own variables as the fixed part; the rest is per sample.
+
+Every forecast errs towards the smaller batch: a line through a measured peak that puts too
+little in the fixed part puts too much in each sample, which makes the largest batch smaller
+as long as the measured size itself fits (extrapolating down from a size past the capacity would
+err the other way); and a headroom is kept below the device's capacity for what the line does
+not see (fragmentation, the allocator's rounding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+from ..record.forecast import Basis, Forecast, Growth
+
+#: Kept free below the device's capacity: the allocator's rounding and fragmentation.
+HEADROOM = 0.08
+#: Epochs of steady growth a projection needs before it names the epoch that fills the device.
+GROWTH_EPOCHS = 3
+
+
+@dataclass(frozen=True)
+class MemoryLine:
+    """A step's memory as ``fixed_bytes + per_sample_bytes * batch``."""
+
+    fixed_bytes: float
+    per_sample_bytes: float
+
+    @classmethod
+    def through(cls, needs: Mapping[int, int]) -> MemoryLine | None:
+        """The line through the two largest of ``needs`` (batch size to bytes); ``None``
+        when there are fewer than two, or memory does not grow with the batch."""
+        sizes = sorted(needs)[-2:]
+        if len(sizes) < 2:
+            return None
+        small, large = sizes
+        per_sample = (needs[large] - needs[small]) / (large - small)
+        if per_sample <= 0:
+            return None
+        return cls(needs[large] - per_sample * large, per_sample)
+
+    @classmethod
+    def measured(cls, batch: int, peak_bytes: int, fixed_bytes: int) -> MemoryLine | None:
+        """The line through one measured peak whose fixed part is the model's own variables;
+        ``None`` when the peak holds no more than them (nothing to learn per sample)."""
+        if batch <= 0 or peak_bytes <= fixed_bytes:
+            return None
+        return cls(fixed_bytes, (peak_bytes - fixed_bytes) / batch)
+
+    def peak_at(self, batch: int) -> int:
+        return round(self.fixed_bytes + self.per_sample_bytes * batch)
+
+    def largest_batch(self, capacity_bytes: int, headroom: float = HEADROOM) -> int:
+        """The largest batch whose step stays ``headroom`` below the capacity; 0 when even
+        the fixed part does not fit."""
+        usable = capacity_bytes * (1 - headroom) - self.fixed_bytes
+        return max(int(usable // self.per_sample_bytes), 0)
+
+
+def forecast_from_line(
+    line: MemoryLine, batch: int, capacity_bytes: int, basis: Basis, step: int
+) -> Forecast:
+    return Forecast(
+        batch_size=batch,
+        peak_bytes=line.peak_at(batch),
+        capacity_bytes=capacity_bytes,
+        largest_batch=line.largest_batch(capacity_bytes),
+        basis=basis,
+        step=step,
+    )
+
+
+def project_growth(
+    held_bytes: Sequence[int], peak_bytes: int, capacity_bytes: int, epochs: int | None
+) -> Growth | None:
+    """Where memory that grows from epoch to epoch fills the device.
+
+    ``held_bytes`` is what the allocator held at the end of each epoch so far. Growth counts
+    only when every one of the last :data:`GROWTH_EPOCHS` epochs added to it; the projection
+    adds that rate to the step's peak until it reaches the capacity, within ``epochs`` when
+    the fit's length is known.
+    """
+    recent = list(held_bytes)[-(GROWTH_EPOCHS + 1) :]
+    if len(recent) <= GROWTH_EPOCHS:
+        return None
+    steps = [after - before for before, after in pairwise(recent)]
+    if min(steps) <= 0:
+        return None
+    rate = sum(steps) // len(steps)
+    done = len(held_bytes)
+    room = capacity_bytes - peak_bytes
+    fills_at = done + max(room, 0) // rate + 1
+    if epochs is not None and fills_at > epochs:
+        return Growth(rate, None)
+    return Growth(rate, fills_at)

@@ -1,0 +1,80 @@
+"""The forecast's arithmetic: a line in the batch size, read so that it errs small."""
+
+from __future__ import annotations
+
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from ipy_gpuguard.record.forecast import Basis, Growth
+from ipy_gpuguard.retry.forecast import HEADROOM, MemoryLine, forecast_from_line, project_growth
+
+MiB = 1 << 20
+
+
+def test_the_line_through_two_compiled_sizes_is_exact_for_a_linear_step():
+    line = MemoryLine.through({64: 100 * MiB + 64 * MiB, 256: 100 * MiB + 256 * MiB})
+    assert line == MemoryLine(100 * MiB, MiB)
+    assert line.peak_at(128) == 228 * MiB
+
+
+def test_no_line_through_one_size_or_through_memory_that_does_not_grow():
+    assert MemoryLine.through({64: 10}) is None
+    assert MemoryLine.through({64: 10, 128: 10}) is None
+
+
+def test_the_largest_batch_keeps_the_headroom_below_the_capacity():
+    line = MemoryLine(100 * MiB, MiB)
+    capacity = 1024 * MiB
+    largest = line.largest_batch(capacity)
+    assert line.peak_at(largest) <= capacity * (1 - HEADROOM)
+    assert line.peak_at(largest + 1) > capacity * (1 - HEADROOM)
+    assert MemoryLine(2048 * MiB, MiB).largest_batch(capacity) == 0
+
+
+@given(
+    fixed=st.integers(0, 4096),
+    per_sample=st.integers(1, 64),
+    counted=st.floats(0.0, 1.0),
+    batch=st.integers(1, 512),
+)
+def test_a_measured_line_that_misses_some_of_the_fixed_part_errs_small(
+    fixed, per_sample, counted, batch
+):
+    """Counting only part of the fixed memory (the variables, not the program's buffers)
+    puts the rest into each sample: measured at a size that fits, the largest batch can only
+    come out smaller."""
+    truth = MemoryLine(fixed * MiB, per_sample * MiB)
+    capacity = 8192 * MiB
+    assume(truth.peak_at(batch) <= capacity * (1 - HEADROOM))
+    seen = MemoryLine.measured(batch, truth.peak_at(batch), int(counted * fixed * MiB))
+    assert seen is not None
+    assert seen.largest_batch(capacity) <= truth.largest_batch(capacity)
+
+
+def test_a_peak_that_holds_no_more_than_the_variables_gives_no_line():
+    assert MemoryLine.measured(64, 100 * MiB, 100 * MiB) is None
+
+
+def test_the_forecast_says_whether_the_cells_batch_fits_and_gives_its_fields():
+    forecast = forecast_from_line(MemoryLine(0, 10 * MiB), 1024, 8192 * MiB, Basis.COMPILED, 0)
+    assert not forecast.fits  # 10 GiB against 8
+    assert forecast_from_line(MemoryLine(0, 8 * MiB), 1024, 8192 * MiB, Basis.COMPILED, 0).fits
+    assert forecast.largest_batch == int(8192 * (1 - HEADROOM) // 10)
+    data = forecast.as_data()
+    assert data["basis"] == "compiled"
+    assert data["step"] == 0
+    assert data["peak_bytes"] == 10 * 1024 * MiB
+    assert data["fills_at_epoch"] is None
+
+
+def test_memory_that_grows_every_epoch_is_projected_to_the_epoch_that_fills_the_device():
+    held = [100 * MiB, 280 * MiB, 460 * MiB, 640 * MiB]  # 180 MiB an epoch
+    growth = project_growth(held, 700 * MiB, 8192 * MiB, epochs=60)
+    assert growth == Growth(180 * MiB, 4 + (8192 - 700) // 180 + 1)
+    assert project_growth(held, 700 * MiB, 8192 * MiB, epochs=30) == Growth(180 * MiB, None)
+
+
+def test_growth_is_named_only_when_steady_and_within_the_run():
+    assert project_growth([100, 200, 150, 300], 300, 1000, None) is None  # fell once
+    assert project_growth([100, 200, 300], 300, 1000, None) is None  # too few epochs
+    assert project_growth([100, 101, 102, 103], 103, 10**9, epochs=10) == Growth(1, None)

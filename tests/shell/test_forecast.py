@@ -1,0 +1,174 @@
+"""The memory forecast of a guarded fit, in a real shell with real Keras (TensorFlow on the CPU,
+its allocator standing for the simulated GPU's): made from the first steps, shown in the panel,
+given by ``%gpuguard forecast`` as words and as data."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from IPython.core.error import UsageError
+
+from ipy_gpuguard.retry.fit_forecast import MEASURED_AFTER, fit_batch_size, variable_bytes
+
+ROOT = Path(__file__).parent.parent.parent
+
+FIT_ON_ARRAYS = """\
+import numpy as np, keras
+x = np.random.rand(512, 64).astype("float32")
+y = np.random.randint(0, 10, 512)
+model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(256, activation="relu"),
+                          keras.layers.Dense(10)])
+model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+model.fit(x, y, batch_size=64, epochs=2, verbose=0)
+"""
+
+
+SCRIPT = """
+import json, sys
+sys.path.insert(0, {root!r})
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+shell.run_line_magic("load_ext", "ipy_gpuguard")
+shell.run_cell("%%gpuguard --interval 0.05\\n" + {cell!r})
+print("FORECAST-JSON", json.dumps(shell.run_line_magic("gpuguard", "forecast --json")))
+shell.run_line_magic("gpuguard", "forecast")
+"""
+
+
+@pytest.mark.tensorflow
+def test_a_guarded_fit_on_arrays_leaves_a_measured_forecast():
+    """A fresh process, so that TensorFlow's CPU allocator keeps statistics (BFC on): its peak
+    stands for the simulated GPU's allocator."""
+    env = {
+        **os.environ,
+        "GPUGUARD_SIMULATE": "8GiB",
+        "TF_CPU_ALLOCATOR_USE_BFC": "true",
+        "TF_ENABLE_ONEDNN_OPTS": "0",
+        "KERAS_BACKEND": "tensorflow",
+    }
+    script = textwrap.dedent(SCRIPT).format(root=str(ROOT), cell=FIT_ON_ARRAYS)
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=240
+    )
+    (line,) = [line for line in run.stdout.splitlines() if line.startswith("FORECAST-JSON ")]
+    data = json.loads(line.removeprefix("FORECAST-JSON "))
+    assert data is not None, run.stdout[-2000:] + run.stderr[-2000:]
+    assert data["basis"] == "measured"
+    assert data["batch_size"] == 64
+    assert data["step"] >= MEASURED_AFTER
+    assert data["capacity_bytes"] == 8 << 30  # the simulated GPU's
+    assert data["peak_bytes"] > 0
+    assert data["largest_batch"] > 64  # a small model on 8 GiB
+    summary = run.stdout[: run.stdout.index("FORECAST-JSON")]
+    assert "Forecast (measured" in summary
+    told = f"at batch 64; the largest batch that fits ≈ {data['largest_batch']}."
+    assert told in run.stdout[run.stdout.index("FORECAST-JSON") :]
+
+
+GROWING = """
+import json, sys
+sys.path.insert(0, {root!r})
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+shell.run_line_magic("load_ext", "ipy_gpuguard")
+shell.run_cell('''
+import numpy as np, keras, tensorflow as tf
+held = tf.zeros((int(0.98 * 400 * 2**20) // 4,), tf.float32)  # one region, as on a GPU
+del held
+class Keeps(keras.callbacks.Callback):
+    kept = []
+    def on_epoch_end(self, epoch, logs=None):
+        self.kept.append(tf.ones((10 * 2**20,), tf.float32))  # 40 MiB kept every epoch
+x = np.random.rand(256, 32).astype("float32")
+y = np.random.randint(0, 10, 256)
+model = keras.Sequential([keras.Input((32,)), keras.layers.Dense(64), keras.layers.Dense(10)])
+model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+''')
+fit = "model.fit(x, y, batch_size=32, epochs=30, verbose=0, callbacks=[Keeps()])"
+result = shell.run_cell("%%gpuguard --interval 0.05\\n" + fit)
+print("ERROR", type(result.error_in_exec).__name__)
+print("EPOCHS-KEPT", len(shell.user_ns["Keeps"].kept))
+print("FORECAST-JSON", json.dumps(shell.run_line_magic("gpuguard", "forecast --json")))
+"""
+
+
+@pytest.mark.tensorflow
+def test_memory_kept_every_epoch_is_projected_to_the_epoch_that_really_fails():
+    """Issue 37: a callback that keeps a tensor each epoch; TensorFlow's BFC allocator on the
+    CPU under a 400 MiB limit stands for a GPU of that size (a failed allocation there is
+    retried for 10 s before it raises)."""
+    env = {
+        **os.environ,
+        "GPUGUARD_SIMULATE": "400MiB",
+        "TF_CPU_ALLOCATOR_USE_BFC": "true",
+        "TF_CPU_BFC_MEM_LIMIT_IN_MB": "400",
+        "TF_ENABLE_ONEDNN_OPTS": "0",
+        "KERAS_BACKEND": "tensorflow",
+    }
+    script = textwrap.dedent(GROWING).format(root=str(ROOT))
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=240
+    )
+    assert "ERROR ResourceExhaustedError" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
+    (kept,) = [line for line in run.stdout.splitlines() if line.startswith("EPOCHS-KEPT ")]
+    failed_in_epoch = int(kept.removeprefix("EPOCHS-KEPT ")) + 1
+    (line,) = [line for line in run.stdout.splitlines() if line.startswith("FORECAST-JSON ")]
+    data = json.loads(line.removeprefix("FORECAST-JSON "))
+    assert abs(data["fills_at_epoch"] - failed_in_epoch) <= 1
+    assert data["growth_bytes_per_epoch"] >= 40 << 20
+    card = run.stdout[run.stdout.index("[oom.") :]
+    assert "Before it failed — Forecast (measured" in card
+    assert f"the device fills at epoch {data['fills_at_epoch']}." in card
+
+
+@pytest.mark.tensorflow
+def test_a_fit_on_data_that_batches_itself_has_no_forecast_and_says_why(shell, capsys):
+    cell = FIT_ON_ARRAYS.replace(
+        "model.fit(x, y, batch_size=64, epochs=2, verbose=0)",
+        "import tensorflow as tf\n"
+        "model.fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(64), epochs=1, verbose=0)",
+    )
+    guard = shell.magics_manager.registry["GPUGuardMagics"]
+    guard.session.last_forecast = None
+    shell.run_cell("%%gpuguard --interval 0.05\n" + cell)
+    capsys.readouterr()
+    assert shell.run_line_magic("gpuguard", "forecast --json") is None
+    shell.run_line_magic("gpuguard", "forecast")
+    assert "No forecast yet" in capsys.readouterr().out
+
+
+def test_forecast_takes_no_value(shell):
+    with pytest.raises(UsageError, match="forecast takes only --json"):
+        shell.run_line_magic("gpuguard", "forecast 3")
+
+
+@pytest.mark.tensorflow
+def test_the_fixed_part_is_the_variables_their_gradients_and_the_optimizers_slots():
+    import keras
+
+    model = keras.Sequential(
+        [keras.Input((8,)), keras.layers.Dense(4), keras.layers.BatchNormalization()]
+    )
+    model.compile("adam", "mse")
+    model.fit(np.zeros((4, 8), "float32"), np.zeros((4, 4), "float32"), verbose=0)
+    weights = sum(int(np.prod(v.shape)) * 4 for v in model.weights)
+    trainable = sum(int(np.prod(v.shape)) * 4 for v in model.trainable_weights)
+    slots = sum(
+        int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in model.optimizer.variables
+    )
+    assert variable_bytes(model) == weights + trainable + slots
+
+
+def test_the_batch_of_a_fit_is_its_own_or_keras_default_for_arrays():
+    x = np.zeros((10, 3))
+    assert fit_batch_size({"x": x, "batch_size": 7}) == 7
+    assert fit_batch_size({"x": x, "batch_size": None}) == 32
+    assert fit_batch_size({"x": iter([x]), "batch_size": None}) is None
+    assert fit_batch_size({"x": {"a": x, "b": x}}) == 32
