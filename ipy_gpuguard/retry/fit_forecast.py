@@ -1,10 +1,12 @@
 """The forecast of a guarded cell's first Keras ``fit``, made while it trains.
 
 The heartbeat tells the :class:`FitForecaster` when the fit begins (its model and its batch
-size) and when each epoch ends; the sampler's thread asks it to :meth:`~FitForecaster.look` at
-each sample. Once :data:`MEASURED_AFTER` steps have run, the allocator's peak over them and the
-model's own variables give the line of :mod:`.forecast`; what the allocator holds at the end of
-each epoch shows memory that grows over the run. Reading the model's variables reads their
+size) and when each epoch ends. Where XLA compiles the step (Keras 3 on JAX), the forecast is
+made as the fit begins, before the first step, from XLA's analysis of the step at the cell's
+batch and half of it (:mod:`.compiled_step`). Elsewhere the sampler's thread asks it to
+:meth:`~FitForecaster.look` at each sample: once :data:`MEASURED_AFTER` steps have run, the
+allocator's peak over them and the model's own variables give the line of :mod:`.forecast`. What
+the allocator holds at the end of each epoch shows memory that grows over the run. Reading the model's variables reads their
 shapes and dtypes only: nothing of the person's model or data changes, and nothing runs on their
 behalf.
 """
@@ -18,6 +20,7 @@ from typing import Any
 
 from ..record.forecast import Basis, Forecast
 from ..watchdog.progress import StepRecorder
+from .compiled_step import keras_on_jax, step_need_bytes
 from .forecast import MemoryLine, forecast_from_line, project_growth
 from .probe import replicas_of
 
@@ -52,6 +55,8 @@ class FitForecaster:
         The allocator's peak so far in the cell, on the fullest watched device.
     read_held
         What the allocator holds now.
+    made
+        Hears the forecast as soon as it is made (the panel draws it before the next step).
     defined_before
         Whether an object was defined before the cell (its variables are in the baseline).
     """
@@ -63,6 +68,7 @@ class FitForecaster:
         read_peak: Callable[[], int | None],
         read_held: Callable[[], int | None],
         defined_before: Callable[[object], bool] = lambda value: False,
+        made: Callable[[Forecast], None] = lambda forecast: None,
     ) -> None:
         self._steps = steps
         self._capacity = capacity_bytes
@@ -72,6 +78,7 @@ class FitForecaster:
         self._read_peak = read_peak
         self._read_held = read_held
         self._defined_before = defined_before
+        self._made = made
         self._fit: _Fit | None = None
         self._fits_seen = 0
         self._held: list[int] = []
@@ -96,6 +103,26 @@ class FitForecaster:
             self._defined_before(model),
             epochs if isinstance(epochs, int) else None,
         )
+        if keras_on_jax(model) and self._capacity is not None:
+            try:
+                self._compiled(self._fit, arguments)
+            except Exception as error:  # the guard's own, never the person's
+                self.error = f"{type(error).__name__}: {error}"
+
+    def _compiled(self, fit: _Fit, arguments: Mapping[str, Any]) -> None:
+        """The forecast before the first step, from XLA's analysis of the step at the cell's
+        batch and at half of it; not where the data batches itself."""
+        x, y = arguments.get("x"), arguments.get("y")
+        if not _is_array(x) or fit.device_batch < 2 or self._capacity is None:
+            return
+        sizes = (fit.device_batch // 2, fit.device_batch)
+        needs = {size: step_need_bytes(fit.model, x, y, size) for size in sizes}
+        line = MemoryLine.through(needs)
+        if line is None:
+            return
+        forecast = forecast_from_line(line, fit.device_batch, self._capacity, Basis.COMPILED, 0)
+        self.forecast = _in_cell_batches(forecast, fit.replicas)
+        self._made(self.forecast)
 
     def fit_ended(self, model: Any) -> None:
         """Nothing to do: the forecast is made while the fit runs."""
@@ -140,6 +167,7 @@ class FitForecaster:
             return None
         forecast = forecast_from_line(line, fit.device_batch, self._capacity, Basis.MEASURED, done)
         self.forecast = _in_cell_batches(forecast, fit.replicas)
+        self._made(self.forecast)
         return self.forecast
 
 

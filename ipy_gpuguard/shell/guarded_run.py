@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -9,7 +10,7 @@ from IPython.display import display
 
 from ..cards.forecast_words import forecast_line, growth_line
 from ..diagnosis import DeviceMemory
-from ..record import FailedRun, PanelView, WatchView
+from ..record import FailedRun, Forecast, PanelView, WatchView
 from ..retry.fit_forecast import FitForecaster
 from ..retry.measure import PeakReader
 from ..telemetry import DeviceBackend, DeviceInfo, FrameworkAllocators, Sample, Sampler
@@ -119,6 +120,7 @@ class GuardedRun:
             self._allocator_peak_now,
             self.allocator_bytes,
             defined_before,
+            self._forecast_made,
         )
         self._keras = KerasHooks(self.steps, watcher=FitWatchers((fit_watch, self.forecaster)))
         self.watchdog = Watchdog(
@@ -326,6 +328,14 @@ class GuardedRun:
             self.forecaster.look()
         except Exception as error:  # the guard's own: said, never raised into the cell
             self.forecaster.error = f"{type(error).__name__}: {error}"
+
+    def _forecast_made(self, forecast: Forecast) -> None:
+        """Draw the forecast at once: before the first step where it foresees an out-of-memory
+        error; in a terminal, that warning is a line of its own."""
+        if self._panel is not None:
+            self._panel.draw(self.view, force=True)
+        elif not forecast.fits:
+            print(f"ipy_gpuguard: {forecast_line(forecast)}", file=sys.stderr)
 
     def _allocator_peak_now(self) -> int | None:
         """The allocator's peak so far in the cell, on the fullest watched device."""

@@ -128,6 +128,57 @@ def test_memory_kept_every_epoch_is_projected_to_the_epoch_that_really_fails():
     assert f"the device fills at epoch {data['fills_at_epoch']}." in card
 
 
+ON_JAX = """
+import json, sys
+sys.path.insert(0, {root!r})
+import numpy as np
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+shell.run_line_magic("load_ext", "ipy_gpuguard")
+shell.run_cell('''
+import numpy as np, keras
+x = np.random.default_rng(0).random((512, 32, 32, 3)).astype("float32")
+y = np.random.default_rng(1).integers(0, 10, 512)
+def trained():
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([
+        keras.Input((32, 32, 3)), keras.layers.Conv2D(16, 3, activation="relu"),
+        keras.layers.Dropout(0.3), keras.layers.Flatten(), keras.layers.Dense(10)])
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(x, y, batch_size=256, epochs=1, verbose=0)
+    return [np.asarray(v.numpy()) for v in model.weights]
+unguarded = trained()
+''')
+shell.run_cell("%%gpuguard --interval 0.1\\nguarded = trained()")
+same = all(np.array_equal(a, b) for a, b in zip(shell.user_ns["unguarded"], shell.user_ns["guarded"]))
+print("SAME-WEIGHTS", same)
+print("FORECAST-JSON", json.dumps(shell.run_line_magic("gpuguard", "forecast --json")))
+"""
+
+
+@pytest.mark.tensorflow
+def test_on_jax_the_compiled_step_is_forecast_before_the_first_step_and_touches_nothing():
+    """Issue 37: XLA's analysis of Keras' train step, made as the fit begins; a simulated GPU
+    smaller than the step needs gets the warning before the first step. The model trained under
+    the guard ends with the very weights it ends with unguarded: the forecast lowered the step
+    with shapes only, and changed no variable (Dropout's seed included)."""
+    env = {**os.environ, "GPUGUARD_SIMULATE": "64MiB", "KERAS_BACKEND": "jax"}
+    script = textwrap.dedent(ON_JAX).format(root=str(ROOT))
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=240
+    )
+    assert "SAME-WEIGHTS True" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
+    (line,) = [line for line in run.stdout.splitlines() if line.startswith("FORECAST-JSON ")]
+    data = json.loads(line.removeprefix("FORECAST-JSON "))
+    assert data["basis"] == "compiled"
+    assert data["step"] == 0
+    assert data["peak_bytes"] > 64 << 20
+    assert 0 < data["largest_batch"] < 256
+    warning = "this step needs"
+    assert warning in run.stderr  # the terminal's line, before the first step
+    assert "it will run out of memory" in run.stderr
+
+
 @pytest.mark.tensorflow
 def test_a_fit_on_data_that_batches_itself_has_no_forecast_and_says_why(shell, capsys):
     cell = FIT_ON_ARRAYS.replace(
