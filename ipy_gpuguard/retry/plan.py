@@ -9,6 +9,7 @@ from typing import Any
 
 from ..diagnosis import Diagnosis
 from ..protocol import RetryOffer, RetryTarget
+from ..record.forecast import Forecast
 from .attempts import CellRetry, RetrySetup, Runners
 from .find import find_batch_size
 from .frames import CellFrame
@@ -48,6 +49,7 @@ def plan_retry(
     runners: Runners,
     replicas: int = 1,
     watch: FitWatch | None = None,
+    forecast: Forecast | None = None,
 ) -> RetryRequest:
     """The retries of ``cell``: its batch size, the first size to try, what the card says.
 
@@ -64,6 +66,9 @@ def plan_retry(
         The replicas a ``tf.distribute`` strategy split the failed ``fit``'s batch across.
     watch
         What the failed run showed of its ``fit`` calls: the one a search measures sizes with.
+    forecast
+        What the guard foresaw of the failed fit: its largest batch is the first size tried,
+        where it foresaw one below the cell's (it errs small, so the retry does not fail again).
     """
     fit_fraction = diagnosis.facts.get("fit_fraction")
     fraction = fit_fraction if isinstance(fit_fraction, float) else None
@@ -72,7 +77,7 @@ def plan_retry(
         settings,
         failing,
         namespace,
-        lambda size: Trial(size, False, fit_fraction=fraction),
+        lambda size: Trial(size, False, fit_fraction=fraction, foreseen=_foreseen(forecast, size)),
         device_bytes,
         baseline_bytes,
         memory,
@@ -97,6 +102,13 @@ def plan_retry(
         reruns=rerun_statements(cell, failing[0].line if failing else None),
     )
     return RetryRequest(retry, offer, settings)
+
+
+def _foreseen(forecast: Forecast | None, size: int) -> int | None:
+    """The forecast's largest batch, for a failed run at ``size`` that it forecast."""
+    if forecast is None or forecast.batch_size != size:
+        return None
+    return forecast.largest_batch or None
 
 
 def plan_search(

@@ -55,6 +55,8 @@ class Trial:
     peak_bytes: int | None = None  # the allocator's peak, for a run that fitted
     fit_fraction: float | None = None  # the diagnosis' estimate, for a run that did not
     all_data: bool = False  # one batch held all the training data: a larger one is the same
+    #: The forecast's largest batch for a run that did not fit (it errs small).
+    foreseen: int | None = None
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,10 @@ class BatchSearch:
             return Step(remembered, f"{remembered} fitted this cell before (remembered)")
         last = next((t for t in reversed(self.trials) if not t.fits), None)
         fraction = last.fit_fraction if last is not None else None
-        if fraction is not None and fraction < 0.5:
+        foreseen = last.foreseen if last is not None else None
+        if foreseen is not None and 0 < foreseen < hi:
+            target, why = float(foreseen), "the forecast of the largest batch that fits"
+        elif fraction is not None and fraction < 0.5:
             target, why = max(hi * fraction, hi / MAX_JUMP_DOWN), "the estimate of what fits"
         elif self._climbs_by_model:
             target, why = hi / CLIMBING_JUMP_DOWN, "a quarter of the size that ran out of memory"

@@ -411,6 +411,7 @@ class GuardSession:
                 self._runners(finished),
                 finished.watch.replicas if finished.watch is not None else 1,
                 finished.watch,
+                failed_run.forecast,
             )
 
         def present(

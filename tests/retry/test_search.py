@@ -48,6 +48,16 @@ def test_a_small_estimated_share_jumps_down_at_most_eightfold():
     assert search.next_step(5).size == 38  # 128 × 0.3, below 40 any size will do
 
 
+def test_the_forecasts_largest_batch_is_the_first_size_after_a_failure_it_forecast():
+    """Issue 37: the forecast errs small, so its size is tried at once, however far below
+    (the diagnosis' estimate may jump at most eightfold; the forecast knows the fixed part)."""
+    search = BatchSearch(SearchSettings(4096))
+    search.record(Trial(4096, False, fit_fraction=0.9, foreseen=300))
+    step = search.next_step(5)
+    assert step.size == 296  # 300, rounded down to a multiple of 8 as the cell's 4096 is
+    assert "forecast" in step.why
+
+
 def test_a_remembered_size_is_tried_first():
     search = BatchSearch(SearchSettings(512, remembered=200))
     search.record(Trial(512, False))
