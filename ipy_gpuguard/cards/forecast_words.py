@@ -3,6 +3,7 @@ and the line an out-of-memory card quotes."""
 
 from __future__ import annotations
 
+from ..diagnosis import Kind
 from ..record.forecast import Basis, Forecast
 from ..telemetry.units import format_bytes
 
@@ -40,10 +41,12 @@ def growth_line(forecast: Forecast) -> str | None:
     return f"Memory grows {rate} an epoch: the device fills at epoch {growth.fills_at_epoch}."
 
 
-def forecast_said(forecast: Forecast) -> str:
-    """The forecast as an out-of-memory card quotes it: what the guard foresaw before it failed."""
+def forecast_notes(kind: Kind, forecast: Forecast | None) -> tuple[str, ...]:
+    """What an out-of-memory card quotes of the forecast the guard made before the failure."""
+    if kind is not Kind.OUT_OF_MEMORY or forecast is None:
+        return ()
     growth = growth_line(forecast)
-    return f"Before it failed — {forecast_line(forecast)}" + (f" {growth}" if growth else "")
+    return (f"Before it failed — {forecast_line(forecast)}" + (f" {growth}" if growth else ""),)
 
 
 def forecast_lines(forecast: Forecast | None) -> tuple[str, ...]:

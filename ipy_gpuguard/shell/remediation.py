@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..cards import PENDING, CardParts, reclaim_of
-from ..cards.forecast_words import forecast_said
+from ..cards.forecast_words import forecast_notes
 from ..diagnosis import Context, Diagnosis, Kind, diagnose
 from ..diagnosis.stack import stack_of_modules
 from ..record import FailedRun, Reclaimed
@@ -83,9 +83,10 @@ def remediate(
     )
     # The card first: freeing can take seconds (clear_session took 4.3 s on PyTorch on an H100).
     failed = FailureMark.of(error)  # what the card's button frees, without keeping it alive
-    notes = (DEBUG_NOTE,) if decided.free_memory else ()
-    if diagnosis.kind is Kind.OUT_OF_MEMORY and run.forecast is not None:
-        notes = (forecast_said(run.forecast), *notes)
+    notes = (
+        *forecast_notes(diagnosis.kind, run.forecast),
+        *((DEBUG_NOTE,) if decided.free_memory else ()),
+    )
     live = present(diagnosis, notes, parts, lambda: free_memory_now(run, failed))
     reclaimed = None
     if decided.free_memory:

@@ -39,5 +39,8 @@ def test_wrong_doctor_input_is_one_usage_line(shell, capsys):
     out = capsys.readouterr()
     text = out.out + out.err
     assert "UsageError: %gpuguard doctor takes only --json, not 'now'" in text
-    assert "UsageError: %gpuguard: --json goes with doctor, as in %gpuguard doctor --json" in text
+    assert (
+        "UsageError: %gpuguard: --json goes with doctor or forecast, as in %gpuguard doctor --json"
+        in text
+    )
     assert "Traceback" not in text
