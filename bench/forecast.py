@@ -1,0 +1,88 @@
+"""The memory forecast against the true largest batch, side by side in one run (issue 37).
+
+For each model of :mod:`forecast_zoo`, :mod:`forecast_truth` measures the true largest batch T
+under TensorFlow's BFC allocator on the CPU with a limit, and a run of 3 steps at T//4. The
+forecast is then what the guard makes of that run (:class:`~ipy_gpuguard.retry.forecast.
+MemoryLine` through the allocator's peak, with what the allocator held before the fit as the
+fixed part, and :data:`~ipy_gpuguard.retry.forecast.HEADROOM` kept free): its largest batch,
+its error against T, and whether it is above T (the one error that costs a crash).
+
+A third of the models is held out by a hash of its name; the headroom is judged on the others.
+
+Run: .venv/bin/python bench/forecast.py [--models mlp,cnn] [--limit-mb 512]   (about 20 minutes)
+     .venv/bin/python bench/forecast.py --truth /tmp/fz/truth.json   (the table of a saved run)
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import forecast_truth
+
+from ipy_gpuguard.retry.forecast import HEADROOM, MemoryLine
+
+
+def held_out(name: str) -> bool:
+    return hashlib.sha256(name.encode()).digest()[0] % 3 == 0
+
+
+def forecast_of(model: dict[str, Any], capacity_bytes: int) -> int | None:
+    """The guard's largest batch from the run at T//4, as its forecaster makes it."""
+    line = MemoryLine.measured(
+        model["quarter_batch"], model["peak_at_quarter"], model["resident_bytes"]
+    )
+    return None if line is None else line.largest_batch(capacity_bytes)
+
+
+def table(models: list[dict[str, Any]], capacity_bytes: int) -> str:
+    rows = [
+        "| model | family | T | forecast from T/4 | error | above T |",
+        "|---|---|---|---|---|---|",
+    ]
+    errors: dict[bool, list[float]] = {True: [], False: []}
+    for model in models:
+        largest = forecast_of(model, capacity_bytes)
+        if largest is None:
+            rows.append(f"| {model['name']} | {model['family']} | {model['T']} | none | | |")
+            continue
+        error = (largest - model["T"]) / model["T"]
+        errors[held_out(model["name"])].append(error)
+        mark = " (held out)" if held_out(model["name"]) else ""
+        rows.append(
+            f"| {model['name']}{mark} | {model['family']} | {model['T']} | {largest} | "
+            f"{error:+.1%} | {'yes' if error > 0 else 'no'} |"
+        )
+    for is_held, name in ((False, "tuned on"), (True, "held out")):
+        found = errors[is_held]
+        if found:
+            rows.append(
+                f"\n{name}: {len(found)} models, median error {statistics.median(found):+.1%}, "
+                f"above T {sum(error > 0 for error in found)}"
+            )
+    return "\n".join(rows)
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--truth", type=Path, help="a saved run of forecast_truth, not a new one")
+    parser.add_argument("--limit-mb", type=int, default=512)
+    parser.add_argument("--models", default=None)
+    args = parser.parse_args(argv)
+    path = args.truth or Path("/tmp/fz/truth.json")
+    if args.truth is None:
+        models = ["--models", args.models] if args.models else []
+        forecast_truth.main([str(path), "--limit-mb", str(args.limit_mb), *models])
+    truth = json.loads(path.read_text())
+    capacity = truth["settings"]["limit_mb"] * 2**20
+    print(f"\nForecast (headroom {HEADROOM:.0%}) against T:")
+    print(table(truth["models"], capacity))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
