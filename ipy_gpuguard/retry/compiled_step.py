@@ -9,6 +9,11 @@ the state is donated and updated in place) plus XLA's temporary buffers; the ``p
 counts only arguments and outputs on XLA's CPU backend, whatever the step's work needs (measured
 here: 17.6 MB "peak" against 80 MB of temporaries for a small convolutional step at batch 64).
 
+Lowering traces the step: the Python of every layer's ``call``, of the loss, the metrics and
+the train step runs once more. That is Keras' own code only where :func:`keras_only` says so;
+a model with a layer, loss, metric or train step of the person's is never traced by the guard
+(their code runs exactly as often as without it), and gets the forecast from its first steps.
+
 Only the framework the person imported is used (``sys.modules``); nothing is imported here.
 """
 
@@ -26,6 +31,38 @@ def keras_on_jax(model: Any) -> bool:
     keras = sys.modules.get("keras")
     backend = getattr(getattr(keras, "backend", None), "backend", None)
     return callable(backend) and backend() == "jax" and hasattr(model, "train_step")
+
+
+def keras_only(model: Any) -> bool:
+    """Every piece of Python that tracing the train step runs is Keras' own: the model's class
+    (its ``call``, ``train_step``, ``compute_loss``), its layers, its optimizer, and the loss and
+    metrics it was compiled with (names, or Keras' objects and functions)."""
+    layers = getattr(model, "_flatten_layers", None)
+    if not callable(layers):
+        return False
+    compiled = getattr(getattr(model, "_compile_config", None), "config", {}) or {}
+    pieces = [
+        type(model),
+        *(type(layer) for layer in layers(include_self=False)),
+        type(getattr(model, "optimizer", None)),
+        *_leaves([compiled.get(key) for key in ("loss", "metrics", "weighted_metrics")]),
+    ]
+    return all(_of_keras(piece) for piece in pieces)
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _leaves(item)]
+    if isinstance(value, list | tuple):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [] if value is None or isinstance(value, str) else [value]
+
+
+def _of_keras(piece: Any) -> bool:
+    """A class or a function defined in Keras, or an object of such a class (a subclass of a
+    Keras class defined in the notebook is the person's)."""
+    defined = piece if isinstance(piece, type) or hasattr(piece, "__code__") else type(piece)
+    return str(getattr(defined, "__module__", "")).split(".")[0] == "keras"
 
 
 def step_need_bytes(model: Any, x: Any, y: Any, batch: int) -> int:

@@ -1,9 +1,9 @@
 """The forecast of a guarded cell's first Keras ``fit``, made while it trains.
 
 The heartbeat tells the :class:`FitForecaster` when the fit begins (its model and its batch
-size) and when each epoch ends. Where XLA compiles the step (Keras 3 on JAX), the forecast is
-made as the fit begins, before the first step, from XLA's analysis of the step at the cell's
-batch and half of it (:mod:`.compiled_step`). Elsewhere the sampler's thread asks it to
+size) and when each epoch ends. Where XLA compiles the step (Keras 3 on JAX) and the model is
+Keras' own code alone, the forecast is made as the fit begins, before the first step, from XLA's
+analysis of the step at the cell's batch and half of it (:mod:`.compiled_step`). Elsewhere the sampler's thread asks it to
 :meth:`~FitForecaster.look` at each sample: once :data:`MEASURED_AFTER` steps have run, the
 allocator's peak over them and the model's own variables give the line of :mod:`.forecast`. What
 the allocator holds at the end of each epoch shows memory that grows over the run. Reading the model's variables reads their
@@ -20,7 +20,7 @@ from typing import Any
 
 from ..record.forecast import Basis, Forecast
 from ..watchdog.progress import StepRecorder
-from .compiled_step import keras_on_jax, step_need_bytes
+from .compiled_step import keras_on_jax, keras_only, step_need_bytes
 from .forecast import MemoryLine, forecast_from_line, project_growth
 from .probe import replicas_of
 
@@ -103,7 +103,7 @@ class FitForecaster:
             self._defined_before(model),
             epochs if isinstance(epochs, int) else None,
         )
-        if keras_on_jax(model) and self._capacity is not None:
+        if keras_on_jax(model) and keras_only(model) and self._capacity is not None:
             try:
                 self._compiled(self._fit, arguments)
             except Exception as error:  # the guard's own, never the person's

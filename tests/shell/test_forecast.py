@@ -179,6 +179,50 @@ def test_on_jax_the_compiled_step_is_forecast_before_the_first_step_and_touches_
     assert "it will run out of memory" in run.stderr
 
 
+OWN_LAYER_ON_JAX = """
+import json, sys
+sys.path.insert(0, {root!r})
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+shell.run_line_magic("load_ext", "ipy_gpuguard")
+shell.run_cell('''
+import numpy as np, keras
+calls = []
+class Counted(keras.layers.Layer):
+    def call(self, x):
+        calls.append(x.shape)  # runs each time Keras (or anyone) traces the step
+        return x
+x = np.zeros((256, 8), "float32")
+y = np.zeros((256, 1), "float32")
+def fitted():
+    model = keras.Sequential([keras.Input((8,)), Counted(), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    model.fit(x, y, batch_size=64, epochs=1, verbose=0)
+fitted()
+unguarded = len(calls)
+calls.clear()
+''')
+shell.run_cell("%%gpuguard --interval 0.1\\nfitted()")
+print("CALLS", shell.user_ns["unguarded"], len(shell.user_ns["calls"]))
+print("FORECAST-JSON", json.dumps(shell.run_line_magic("gpuguard", "forecast --json")))
+"""
+
+
+@pytest.mark.tensorflow
+def test_on_jax_the_persons_own_layer_is_never_traced_for_a_forecast():
+    """Lowering the step runs every layer's ``call``: with a layer of the person's, the guard
+    makes no compiled forecast, and their code runs exactly as often as without the guard."""
+    env = {**os.environ, "GPUGUARD_SIMULATE": "64MiB", "KERAS_BACKEND": "jax"}
+    script = textwrap.dedent(OWN_LAYER_ON_JAX).format(root=str(ROOT))
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=240
+    )
+    (line,) = [line for line in run.stdout.splitlines() if line.startswith("CALLS ")]
+    unguarded, guarded = line.removeprefix("CALLS ").split()
+    assert guarded == unguarded, run.stderr[-2000:]
+    assert "FORECAST-JSON null" in run.stdout
+
+
 @pytest.mark.tensorflow
 def test_a_fit_on_data_that_batches_itself_has_no_forecast_and_says_why(shell, capsys):
     cell = FIT_ON_ARRAYS.replace(
