@@ -51,17 +51,6 @@ class Forecast:
         the forecast proposes, not for one that runs)."""
         return self.peak_bytes <= self.capacity_bytes
 
-    def with_growth(self, growth: Growth | None) -> Forecast:
-        return Forecast(
-            self.batch_size,
-            self.peak_bytes,
-            self.capacity_bytes,
-            self.largest_batch,
-            self.basis,
-            self.step,
-            growth,
-        )
-
     def as_data(self) -> dict[str, object]:
         """Plain data, the fields ``--json`` names; ``fills_at_epoch`` only where memory grows."""
         data = asdict(self)

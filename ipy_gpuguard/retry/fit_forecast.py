@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..record.forecast import Basis, Forecast
@@ -147,11 +147,21 @@ class FitForecaster:
         self._held.append(held)
         peak = max(self._read_peak() or 0, forecast.peak_bytes)
         growth = project_growth(self._held, peak, self._capacity, fit.epochs)
-        self.forecast = forecast.with_growth(growth)
+        self.forecast = replace(forecast, growth=growth)
 
     def look(self) -> Forecast | None:
         """From the sampler's thread: the forecast, made once the fit has run its first steps;
-        ``None`` until then, or where it cannot be made (no device size, no allocator)."""
+        ``None`` until then, or where it cannot be made (no device size, no allocator). Never
+        raises: an error of the guard's stops the forecast and is said in the panel."""
+        if self.error is not None:
+            return self.forecast
+        try:
+            return self._measured()
+        except Exception as error:  # the guard's own, never the person's
+            self.error = f"{type(error).__name__}: {error}"
+            return self.forecast
+
+    def _measured(self) -> Forecast | None:
         fit = self._fit
         if self.forecast is not None or fit is None or self._capacity is None:
             return self.forecast
@@ -230,11 +240,8 @@ def _in_cell_batches(forecast: Forecast, replicas: int) -> Forecast:
     if replicas == 1:
         return forecast
     largest = forecast.largest_batch
-    return Forecast(
-        forecast.batch_size * replicas,
-        forecast.peak_bytes,
-        forecast.capacity_bytes,
-        None if largest is None else largest * replicas,
-        forecast.basis,
-        forecast.step,
+    return replace(
+        forecast,
+        batch_size=forecast.batch_size * replicas,
+        largest_batch=None if largest is None else largest * replicas,
     )

@@ -173,7 +173,7 @@ class GuardedRun:
                     self.watchdog.cell_finished()
             finally:
                 self._sampler.stop()
-            self._look_ahead()  # a fit shorter than a sample's interval
+            self.forecaster.look()  # a fit shorter than a sample's interval
             view = replace(self.view(finished=True), ended_with=ended_with)
             if self._on_stall is not None:  # a stall's card says how it ended
                 self._on_stall(view)
@@ -195,12 +195,9 @@ class GuardedRun:
             notes.append(f"telemetry stopped working: {self._sampler.error}")
         if self.watchdog.error:
             notes.append(f"the watchdog stopped working: {self.watchdog.error}")
-        if self.forecaster.forecast is not None:
-            notes.append(forecast_line(self.forecaster.forecast))
-        if self.forecaster.forecast is not None:
-            growth = growth_line(self.forecaster.forecast)
-            if growth is not None:
-                notes.append(growth)
+        forecast = self.forecaster.forecast
+        if forecast is not None:
+            notes += [forecast_line(forecast), *filter(None, [growth_line(forecast)])]
         if self.forecaster.error:
             notes.append(f"the forecast stopped: {self.forecaster.error}")
         return PanelView(
@@ -313,21 +310,11 @@ class GuardedRun:
 
     def _sampled(self, sample: Sample) -> None:
         """From the sampler's thread: forecast, redraw the panel, update the state file."""
-        self._look_ahead()
+        self.forecaster.look()
         if self._panel is not None:
             self._panel.draw(self.view)
         if self._state_file is not None:
             self._state_file.sampled(sample, self._devices, self.steps.snapshot())
-
-    def _look_ahead(self) -> None:
-        """The forecast, once the fit has run its first steps; a failure of the guard's own
-        forecast is one line in the panel, and never stops the sampling."""
-        if self.forecaster.error is not None:
-            return
-        try:
-            self.forecaster.look()
-        except Exception as error:  # the guard's own: said, never raised into the cell
-            self.forecaster.error = f"{type(error).__name__}: {error}"
 
     def _forecast_made(self, forecast: Forecast) -> None:
         """Draw the forecast at once: before the first step where it foresees an out-of-memory
