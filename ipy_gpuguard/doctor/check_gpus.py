@@ -99,6 +99,7 @@ def _libraries_of_other_frameworks(findings: Findings) -> Verdict:
     torch, jax = findings.torch, findings.jax
     found: list[str] = []
     problems: list[str] = []
+    troubled: list[str] = []  # the module of each framework with a problem, in that order
     if torch is not None and torch.usable and torch.build.get("is_cuda_build"):
         cudnn = torch.build.get("cudnn_version")
         cuda = torch.build.get("cuda_version")
@@ -110,6 +111,7 @@ def _libraries_of_other_frameworks(findings: Findings) -> Verdict:
             problems.append(
                 f"PyTorch {torch.version} is a CUDA {cuda} build, but its cuDNN does not load"
             )
+            troubled.append("torch")
     plugin = next(
         (
             f"{name} {findings.machine.version_of(name)}"
@@ -125,6 +127,7 @@ def _libraries_of_other_frameworks(findings: Findings) -> Verdict:
             problems.append(
                 f"{plugin} is installed, but JAX {jax.version} runs on the {jax.build.get('backend', 'CPU')}"
             )
+            troubled.append("jax")
     details = tuple(
         f"{label} says: {message}"
         for label, view in (("PyTorch", torch), ("JAX", jax))
@@ -132,13 +135,12 @@ def _libraries_of_other_frameworks(findings: Findings) -> Verdict:
         for message in view.messages
     )
     if problems:
-        # the first framework with a problem names the remedy's spelling
-        framework = "torch" if problems[0].startswith("PyTorch") else "jax"
         return Verdict(
             Status.WARNING,
             "; ".join(problems + found),
             details,
-            findings.remedies_for(framework, ("check_gpu_visible",), {}),
+            # the first framework with a problem names the remedy's spelling
+            findings.remedies_for(troubled[0], ("check_gpu_visible",), {}),
         )
     if found:
         return Verdict(Status.OK, "; ".join(found), details)
