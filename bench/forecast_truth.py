@@ -64,9 +64,12 @@ os.environ.update(
     KERAS_BACKEND="tensorflow",
 )
 
-from forecast_zoo import ZOO, by_name
+from forecast_zoo import ZOO, ZooModel
+from forecast_zoo_held_out import HELD_OUT_ZOO
 
 MiB = 2**20
+#: Every model the bench can measure.
+MODELS = ZOO + HELD_OUT_ZOO
 #: A trial that has not ended by then is stuck (the slowest took 25 s).
 TRIAL_TIMEOUT_S = 600
 #: The first size tried; below it the search halves.
@@ -102,6 +105,14 @@ class Trial:
     seconds: float
     fit_seconds: float
     expected: bool | None
+
+
+def by_name(name: str) -> ZooModel:
+    """The bench's model called ``name``."""
+    for model in MODELS:
+        if model.name == name:
+            return model
+    raise KeyError(f"no model {name!r} in the zoo: {', '.join(m.name for m in MODELS)}")
 
 
 def reserve(tf: Any, limit_mb: int) -> None:
@@ -369,11 +380,11 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--limit-mb", type=int, default=512)
     parser.add_argument("--precision", type=float, default=0.02)
     parser.add_argument("--inter-op-threads", type=int, default=1, help="0: TensorFlow's")
-    parser.add_argument("--models", type=lambda s: s.split(","), default=[m.name for m in ZOO])
+    parser.add_argument("--models", type=lambda s: s.split(","), default=[m.name for m in MODELS])
     parser.add_argument("--linearity", type=lambda s: s.split(","), default=[])
     args = parser.parse_args(argv)
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["tensorflow", "keras", "forecast_zoo"])
+    context.set_forkserver_preload(["tensorflow", "keras", "forecast_zoo", "forecast_zoo_held_out"])
     bench = Bench(args.limit_mb, args.precision, args.inter_op_threads, context)
     settings = {
         "limit_mb": bench.limit_mb,

@@ -428,11 +428,3 @@ ZOO: tuple[ZooModel, ...] = (
     ZooModel("transformer", "attention", InputSpec((64,), vocab=20_000), transformer),
     ZooModel("recommender", "embedding", InputSpec((400,), classes=2, vocab=200_000), recommender),
 )
-
-
-def by_name(name: str) -> ZooModel:
-    """The zoo's model called ``name``."""
-    for model in ZOO:
-        if model.name == name:
-            return model
-    raise KeyError(f"no model {name!r} in the zoo: {', '.join(m.name for m in ZOO)}")

@@ -3,12 +3,14 @@
 The heartbeat tells the :class:`FitForecaster` when the fit begins (its model and its batch
 size) and when each epoch ends. Where XLA compiles the step (Keras 3 on JAX) and the model is
 Keras' own code alone, the forecast is made as the fit begins, before the first step, from XLA's
-analysis of the step at the cell's batch and half of it (:mod:`.compiled_step`). Elsewhere the sampler's thread asks it to
-:meth:`~FitForecaster.look` at each sample: once :data:`MEASURED_AFTER` steps have run, the
-allocator's peak over them and the model's own variables give the line of :mod:`.forecast`. What
-the allocator holds at the end of each epoch shows memory that grows over the run. Reading the model's variables reads their
-shapes and dtypes only: nothing of the person's model or data changes, and nothing runs on their
-behalf.
+analysis of the step at the cell's batch and half of it (:mod:`.compiled_step`). Elsewhere the
+sampler's thread asks it to :meth:`~FitForecaster.look` at each sample: once
+:data:`MEASURED_AFTER` steps have run, the allocator's peak over them is the line of
+:mod:`.forecast` through one point, whose fixed part is what the allocator holds between the
+first two steps (the first builds the optimizer's slots) and the gradients. What the
+allocator holds at the end of each epoch shows memory that grows over the run. Reading the
+model's weights reads their shapes and dtypes only: nothing of the person's model or data
+changes, and nothing runs on their behalf.
 """
 
 from __future__ import annotations
@@ -40,7 +42,10 @@ class _Fit:
     device_batch: int
     replicas: int
     steps_at_start: int
-    defined_before: bool
+    #: The part of the step that does not grow with the batch, once its first step has ended:
+    #: what the allocator holds between steps (the cell's earlier memory, the weights, the
+    #: optimizer's slots, which the first step builds) and the gradients each step adds.
+    fixed_bytes: int | None
     epochs: int | None
 
 
@@ -57,8 +62,6 @@ class FitForecaster:
         What the allocator holds now.
     made
         Hears the forecast as soon as it is made (the panel draws it before the next step).
-    defined_before
-        Whether an object was defined before the cell (its variables are in the baseline).
     """
 
     def __init__(
@@ -67,17 +70,12 @@ class FitForecaster:
         capacity_bytes: int | None,
         read_peak: Callable[[], int | None],
         read_held: Callable[[], int | None],
-        defined_before: Callable[[object], bool] = lambda value: False,
         made: Callable[[Forecast], None] = lambda forecast: None,
     ) -> None:
         self._steps = steps
         self._capacity = capacity_bytes
-        #: What the allocator held as the cell began: memory of earlier cells that the fit's
-        #: steps find in place (set when the cell starts).
-        self.baseline_bytes = 0
         self._read_peak = read_peak
         self._read_held = read_held
-        self._defined_before = defined_before
         self._made = made
         self._fit: _Fit | None = None
         self._fits_seen = 0
@@ -100,7 +98,7 @@ class FitForecaster:
             max(batch // replicas, 1),
             replicas,
             self._steps.steps,
-            self._defined_before(model),
+            None,
             epochs if isinstance(epochs, int) else None,
         )
         if keras_on_jax(model) and keras_only(model) and self._capacity is not None:
@@ -126,6 +124,20 @@ class FitForecaster:
 
     def fit_ended(self, model: Any) -> None:
         """Nothing to do: the forecast is made while the fit runs."""
+
+    def step_ended(self, model: Any) -> None:
+        """From the fit's own thread, between two steps: after the first, what the allocator
+        holds then is the fixed part. Never raises: an error of the guard's stops the forecast
+        and is said in the panel."""
+        fit = self._fit
+        if fit is None or fit.fixed_bytes is not None or model is not fit.model:
+            return
+        try:
+            held = self._read_held()
+            if held is not None:
+                self._fit = replace(fit, fixed_bytes=held + gradient_bytes(model))
+        except Exception as error:  # the guard's own, never the person's
+            self.error = f"{type(error).__name__}: {error}"
 
     def epoch_ended(self, model: Any, epoch: int) -> None:
         """From the fit's own thread, inside the person's ``fit``: note what the allocator holds,
@@ -165,14 +177,15 @@ class FitForecaster:
         fit = self._fit
         if self.forecast is not None or fit is None or self._capacity is None:
             return self.forecast
+        if fit.fixed_bytes is None:
+            return None
         done = self._steps.steps - fit.steps_at_start
         if done < MEASURED_AFTER:
             return None
         peak = self._read_peak()
         if peak is None:
             return None
-        own = 0 if fit.defined_before else variable_bytes(fit.model)
-        line = MemoryLine.measured(fit.device_batch, peak, self.baseline_bytes + own)
+        line = MemoryLine.measured(fit.device_batch, peak, fit.fixed_bytes)
         if line is None:
             return None
         forecast = forecast_from_line(line, fit.device_batch, self._capacity, Basis.MEASURED, done)
@@ -191,16 +204,11 @@ def fit_batch_size(arguments: Mapping[str, Any]) -> int | None:
     return KERAS_DEFAULT_BATCH if _is_array(x) else None
 
 
-def variable_bytes(model: Any) -> int:
-    """The bytes of the model's variables, the gradients of its trainable ones and its
-    optimizer's slots: the part of a step's memory that does not grow with the batch.
+def gradient_bytes(model: Any) -> int:
+    """The bytes of the gradients of the model's trainable weights, which each step makes.
 
     Read from shapes and dtypes, never from values (reading a value would copy it)."""
-    weights = _bytes_of(getattr(model, "weights", ()))
-    gradients = _bytes_of(getattr(model, "trainable_weights", ()))
-    optimizer = getattr(model, "optimizer", None)
-    slots = _bytes_of(getattr(optimizer, "variables", ())) if optimizer is not None else 0
-    return weights + gradients + slots
+    return _bytes_of(getattr(model, "trainable_weights", ()))
 
 
 def _bytes_of(variables: Any) -> int:

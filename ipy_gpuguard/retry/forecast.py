@@ -13,8 +13,8 @@ and their gradients). Two bases give the line:
 Every forecast errs towards the smaller batch: a line through a measured peak that puts too
 little in the fixed part puts too much in each sample, which makes the largest batch smaller
 as long as the measured size itself fits (extrapolating down from a size past the capacity would
-err the other way); and a headroom is kept below the device's capacity for what the line does
-not see (fragmentation, the allocator's rounding).
+err the other way); and a headroom is kept of the memory the batch may use for what the line
+does not see (fragmentation, the allocator's rounding).
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ from itertools import pairwise
 
 from ..record.forecast import Basis, Forecast, Growth
 
-#: Kept free below the device's capacity: the allocator's rounding and fragmentation.
+#: The share of the memory the batch may use (the capacity less the fixed part) kept free: the
+#: allocator's rounding and fragmentation, which come of the step's own allocations; weights and
+#: slots, allocated once, lie packed.
 HEADROOM = 0.08
 #: Epochs of steady growth a projection needs before it names the epoch that fills the device.
 GROWTH_EPOCHS = 3
@@ -63,9 +65,9 @@ class MemoryLine:
         return round(self.fixed_bytes + self.per_sample_bytes * batch)
 
     def largest_batch(self, capacity_bytes: int, headroom: float = HEADROOM) -> int:
-        """The largest batch whose step stays ``headroom`` below the capacity; 0 when even
-        the fixed part does not fit."""
-        usable = capacity_bytes * (1 - headroom) - self.fixed_bytes
+        """The largest batch whose part per sample stays within ``1 - headroom`` of the memory
+        the fixed part leaves; 0 when even the fixed part does not fit."""
+        usable = (capacity_bytes - self.fixed_bytes) * (1 - headroom)
         return max(int(usable // self.per_sample_bytes), 0)
 
 

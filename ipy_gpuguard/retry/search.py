@@ -2,16 +2,17 @@
 
 Down: halve from the size that failed, or jump lower when the diagnosis estimates that only a
 small share of the batch fits (at most an eighth at once). That is what finds a size that fits.
-A search for the largest size with the device's capacity known steps down a quarter instead:
+A search for the largest size with the device's capacity known steps down an eighth instead:
 its memory model climbs back from any size that fits in the same two runs, and each halving
 above the cliff costs one.
 
-Up, with ``find_max``: a linear model of memory in the batch size, fitted to the allocator
-peaks of the runs that fitted, proposes a size just under the device's capacity; the bracket of
-the largest size that fitted and the smallest that failed disposes. One peak gives a model
-through the origin, which underestimates when part of the memory does not grow with the batch
-(weights, optimizer state), so its proposal fits and gives the second point; a run already
-near capacity is followed by one step up instead. A proposal that fails shows memory is not
+Up, with ``find_max``: the forecast's line of memory in the batch size (:mod:`.forecast`),
+through the allocator peaks of the two smallest runs that fitted, proposes the size that keeps
+half the margin free, and nothing above it is tried; the bracket of the largest
+size that fitted and the smallest that failed disposes. One peak gives a line through the
+origin, which underestimates when part of the memory does not grow with the batch (weights,
+optimizer state), so its proposal fits and gives the second point; a run already near capacity
+is followed by one step up instead. A proposal that fails shows memory is not
 linear here, and the search bisects from then on (a bracket wider than twofold by ratio, not
 by size). No step up goes past eight times the largest size that fitted, whatever the model
 says. Before any size above the largest that fitted has failed (a search from a cell that
@@ -30,12 +31,14 @@ import math
 from dataclasses import dataclass, field
 
 from ..protocol import MAX_BATCH_SIZE
+from .forecast import MemoryLine
 
 #: The most a single step down divides the size by, whatever the estimate says.
 MAX_JUMP_DOWN = 8
-#: The step down without an estimate when the memory model will climb back: a quarter, not
-#: a half, since the climb from any size that fits takes the same two runs.
-CLIMBING_JUMP_DOWN = 4
+#: The step down without an estimate when the memory model will climb back: an eighth, not a
+#: half, since the climb from any size that fits takes the same two runs; not a quarter, which
+#: from a cell at four times its limit lands on the limit itself and may run out of memory.
+CLIMBING_JUMP_DOWN = 8
 #: The most a single step up multiplies the largest size that fitted by, whatever the memory
 #: model says: a peak that missed part of the memory (another allocator, a device shared with
 #: another process) would otherwise send the search thousands of times too high.
@@ -163,7 +166,7 @@ class BatchSearch:
         elif fraction is not None and fraction < 0.5:
             target, why = max(hi * fraction, hi / MAX_JUMP_DOWN), "the estimate of what fits"
         elif self._climbs_by_model:
-            target, why = hi / CLIMBING_JUMP_DOWN, "a quarter of the size that ran out of memory"
+            target, why = hi / CLIMBING_JUMP_DOWN, "an eighth of the size that ran out of memory"
         else:
             target, why = hi / 2, "half the size that ran out of memory"
         size = max(self._round_down(target), self.settings.min_batch)
@@ -231,28 +234,26 @@ class BatchSearch:
     def _model_proposal(self) -> tuple[int | None, int]:
         """The model's size to try, and how many peaks it rests on (0: no model).
 
-        Half the margin is kept below the size at which the model reaches capacity. Through
-        one peak the model is a line through the origin: a lower bound where memory grows
-        linearly, so the size it proposes fits and gives the second peak.
+        The model is the forecast's line (:mod:`.forecast`), kept half the margin (the person's
+        ``--margin``) below the device's capacity. Through one peak it is a line through the
+        origin: a lower bound where memory grows linearly, so the size it proposes fits and
+        gives the second peak. Through two, it is the line through the two *smallest* sizes that
+        fitted: near the capacity the allocator hands out free chunks whole, and the peaks of
+        the largest sizes level off (a plateau whose line would send the search past the cliff).
         """
         capacity = self.settings.capacity_bytes
         if capacity is None or self._model_failed:
             return None, 0
         peaks = {t.size: t.peak_bytes for t in self.trials if t.fits and t.peak_bytes}
-        sizes = sorted(peaks)[-2:]
-        if len(sizes) == 1:
-            (size,) = sizes
-            return self._round_down(
-                (1 - self.settings.margin / 2) * size * capacity / peaks[size]
-            ), 1
-        if len(sizes) < 2:
+        headroom = self.settings.margin / 2
+        if len(peaks) == 1:
+            ((size, peak),) = peaks.items()
+            line: MemoryLine | None = MemoryLine(0, peak / size)
+        else:
+            line = MemoryLine.through({size: peaks[size] for size in sorted(peaks)[:2]})
+        if line is None:
             return None, 0
-        (small, large) = sizes
-        per_sample = (peaks[large] - peaks[small]) / (large - small)
-        if per_sample <= 0:
-            return None, 0
-        limit = (capacity - (peaks[large] - per_sample * large)) / per_sample
-        return self._round_down((1 - self.settings.margin / 2) * limit), 2
+        return self._round_down(line.largest_batch(capacity, headroom)), min(len(peaks), 2)
 
     @property
     def _multiple_of_8(self) -> bool:

@@ -62,9 +62,6 @@ class GuardedRun:
         line in a terminal).
     fit_watch
         Notes the cell's Keras ``fit`` calls for a search (never ends them).
-    defined_before
-        Whether an object was defined before the cell: a model of an earlier cell has its
-        variables in the memory the forecast finds in place.
     stall_as_card
         The frontend shows a stall as a card: the panel leaves out where it waits.
     """
@@ -83,7 +80,6 @@ class GuardedRun:
         on_stall: Callable[[PanelView], None] | None = None,
         fit_watch: FitWatcher | None = None,
         stall_as_card: bool = False,
-        defined_before: Callable[[object], bool] = lambda value: False,
     ) -> None:
         self._backend = backend
         self._on_stall = on_stall
@@ -119,7 +115,6 @@ class GuardedRun:
             min(capacities) if capacities else None,
             self._allocator_peak_now,
             self.allocator_bytes,
-            defined_before,
             self._forecast_made,
         )
         self._keras = KerasHooks(self.steps, watcher=FitWatchers((fit_watch, self.forecaster)))
@@ -140,7 +135,6 @@ class GuardedRun:
         try:
             self.pending_work = PendingWork.now()
             self._allocator_baseline = self.allocator_bytes()
-            self.forecaster.baseline_bytes = self._allocator_baseline or 0
             self._allocators.reset_peaks(info.index for info in self._devices)
             if self._panel is not None:
                 self._panel.show(self.view())

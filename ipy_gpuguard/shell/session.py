@@ -254,12 +254,7 @@ class GuardSession:
         if memory is not None and self._runner is not None and not self.recording_attempt:
             batch_var = options.retry.batch_var
             note = remembered_note(cell, batch_var, self._device_bytes(options), memory)
-        defined_before = self._defined_before()
-        watch = (
-            self._attempt.watch
-            if self._attempt is not None
-            else self._cell_watch(options, defined_before)
-        )
+        watch = self._attempt.watch if self._attempt is not None else self._cell_watch(options)
         run = GuardedRun(
             self.backend,
             options,
@@ -275,7 +270,6 @@ class GuardSession:
             self._stall_shown(cell_id, execution_count),
             watch,
             self.frontend_renders_cards and not self.recording_attempt,
-            defined_before,
         )
         if self.state_file is not None and not self.recording_attempt:
             first = next((line.strip() for line in cell.splitlines()[1:] if line.strip()), "")
@@ -303,16 +297,14 @@ class GuardSession:
         namespace = {id(value) for value in self._runner.namespace.values()}
         return lambda value: id(value) in namespace
 
-    def _cell_watch(
-        self, options: GuardOptions, defined_before: Callable[[object], bool]
-    ) -> FitWatch | None:
+    def _cell_watch(self, options: GuardOptions) -> FitWatch | None:
         """What notes a cell's ``fit`` calls, for a retry or a search; when one may follow by
         itself (``--auto-retry``, ``--find-max``), it keeps the models of earlier cells as they
         were, for the search to put back before its whole runs."""
         if self._runner is None:
             return None
         before = BeforeTheSearch() if keeps_models_before(options.retry) else None
-        return FitWatch(defined_before, before)
+        return FitWatch(self._defined_before(), before)
 
     def end(self, key: int | None, ended_with: str | None = "") -> FinishedCell | None:
         """Finish the guarded cell at nesting depth ``key`` (``None``: whichever is running);

@@ -46,6 +46,10 @@ class FitWatcher(Protocol):
     def fit_ended(self, model: Any) -> None:
         """That ``fit`` ran to its end (a ``fit`` cut by an error never does)."""
 
+    def step_ended(self, model: Any) -> None:
+        """A training step of that ``fit`` ended; must never raise, and must cost next to
+        nothing, since it runs inside the person's ``fit`` after every step."""
+
     def epoch_ended(self, model: Any, epoch: int) -> None:
         """An epoch of that ``fit`` ended (``epoch`` counts from 0); must never raise, since it
         runs inside the person's ``fit``."""
@@ -64,6 +68,10 @@ class FitWatchers:
     def fit_ended(self, model: Any) -> None:
         for watcher in self._watchers:
             watcher.fit_ended(model)
+
+    def step_ended(self, model: Any) -> None:
+        for watcher in self._watchers:
+            watcher.step_ended(model)
 
     def epoch_ended(self, model: Any, epoch: int) -> None:
         for watcher in self._watchers:
@@ -257,8 +265,13 @@ def heartbeat_callback_class(base: type) -> type:
 
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
             self._recorder.step()
+            if self._watcher is not None:
+                self._watcher.step_ended(self.model)
 
-        on_test_batch_end = on_predict_batch_end = on_train_batch_end
+        def on_test_batch_end(self, batch: int, logs: Any = None) -> None:
+            self._recorder.step()
+
+        on_predict_batch_end = on_test_batch_end
 
     return HeartbeatCallback
 

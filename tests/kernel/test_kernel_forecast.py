@@ -1,0 +1,142 @@
+"""The memory forecast against the true largest batch, in a real kernel (issue 37).
+
+TensorFlow's BFC allocator runs on the CPU under a 256 MiB limit and the kernel's simulated GPU
+has the same size, as in ``bench/forecast.py``. The true largest batch T of an LSTM classifier is
+found first, by training it in processes of its own at sizes bracketing it (BFC's state after an
+out-of-memory error is not a fresh device's). Then, in one kernel: a guarded fit at T/4 leaves a
+forecast between 0.85·T and T, and ``--find-max`` from 4·T, whose own run fails at the first
+step, ends at 0.9·T or more without an attempt of its own that runs out of memory.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ipy_gpuguard.protocol import CARD_MIME
+
+from .client import evaluate, execute, keras_kernel
+
+pytestmark = [pytest.mark.kernel, pytest.mark.tensorflow]
+
+LIMIT_MB = 256
+SAMPLES = 1600
+#: T is known to within this share: a trial fits at the bracket's low end, not at its high end.
+PRECISION = 0.02
+
+ALLOCATOR = {
+    "TF_CPU_ALLOCATOR_USE_BFC": "true",
+    "TF_CPU_BFC_MEM_LIMIT_IN_MB": str(LIMIT_MB),
+    "TF_ENABLE_ONEDNN_OPTS": "0",
+    "TF_CPP_MIN_LOG_LEVEL": "3",
+    "KERAS_BACKEND": "tensorflow",
+}
+
+#: The model and its data; TensorFlow's operations one at a time, so that their order, and the
+#: peak, are the same from run to run; BFC's memory one region, as a GPU's is.
+MODEL = f"""
+import json, keras, numpy as np, tensorflow as tf
+tf.config.threading.set_inter_op_parallelism_threads(1)
+held = tf.raw_ops.Empty(shape=[int(0.98 * {LIMIT_MB} * 2**20) // 4], dtype=tf.float32)
+del held
+keras.utils.set_random_seed(0)
+model = keras.Sequential([
+    keras.Input((200,), dtype="int32"), keras.layers.Embedding(20_000, 64),
+    keras.layers.LSTM(128), keras.layers.Dense(10)])
+model.compile(keras.optimizers.Adam(),
+              keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=False)
+rng = np.random.default_rng(0)
+x = rng.integers(0, 20_000, ({SAMPLES}, 200), dtype=np.int32)
+y = rng.integers(0, 10, {SAMPLES}, dtype=np.int32)
+"""
+
+TRIAL = (
+    MODEL
+    + """
+import sys
+sizes = [int(size) for size in sys.argv[1:]]
+peaks = []
+try:
+    for size in sizes:
+        tf.config.experimental.reset_memory_stats("CPU:0")
+        model.fit(x, y, batch_size=size, epochs=1, steps_per_epoch=3, verbose=0)
+        peaks.append(tf.config.experimental.get_memory_info("CPU:0")["peak"])
+    print("TRIAL", "fits", *peaks)
+except tf.errors.ResourceExhaustedError:
+    print("TRIAL", "oom")
+"""
+)
+
+
+def trial(*sizes: int) -> list[int] | None:
+    """Train the model 3 steps at each size in a fresh process: the allocator's peaks, or
+    ``None`` when a size ran out of memory."""
+    run = subprocess.run(
+        [sys.executable, "-c", TRIAL, *map(str, sizes)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **ALLOCATOR},
+        timeout=300,
+    )
+    (line,) = [line for line in run.stdout.splitlines() if line.startswith("TRIAL ")]
+    words = line.split()
+    return [int(peak) for peak in words[2:]] if words[1] == "fits" else None
+
+
+def true_largest_batch() -> int:
+    """T: the largest size that fits, bracketed within :data:`PRECISION`. The first size tried
+    is where the line through two small sizes' peaks meets the limit (each size that runs out
+    of memory costs BFC's 10 s wait); then the bracket is closed by bisection."""
+    small, large = 32, 64
+    peaks = trial(small, large)
+    assert peaks is not None
+    per_sample = (peaks[1] - peaks[0]) / (large - small)
+    guess = int((LIMIT_MB * 2**20 - (peaks[1] - per_sample * large)) / per_sample)
+    fits, failed = large, None
+    size = guess
+    while failed is None or failed - fits > max(PRECISION * failed, 1):
+        if trial(size) is None:
+            failed = size
+        else:
+            fits = size
+        size = int(fits * 1.04) + 1 if failed is None else (fits + failed) // 2
+    return fits
+
+
+def cards(execution) -> list[dict]:
+    return [
+        json.loads(json.dumps(msg["content"]["data"][CARD_MIME]))
+        for msg in execution.iopub
+        if msg["msg_type"] in ("display_data", "update_display_data")
+        and CARD_MIME in msg["content"].get("data", {})
+    ]
+
+
+def test_the_forecast_at_a_quarter_and_the_search_from_four_times_the_largest_batch(tmp_path):
+    largest = true_largest_batch()
+    env = {**ALLOCATOR, "GPUGUARD_SIMULATE": f"{LIMIT_MB}MiB"}
+    with keras_kernel(tmp_path, **env) as client:
+        assert execute(client, MODEL).status == "ok"
+        fit = f"model.fit(x, y, batch_size={largest // 4}, epochs=1, steps_per_epoch=3, verbose=0)"
+        assert execute(client, "%%gpuguard\n" + fit, timeout=300).status == "ok"
+        assert execute(client, "forecast = %gpuguard forecast --json").status == "ok"
+        forecast = json.loads(ast.literal_eval(evaluate(client, "json.dumps(forecast)")))
+        assert forecast["basis"] == "measured"
+        assert 0.85 * largest <= forecast["largest_batch"] <= largest, (forecast, largest)
+
+        search = (
+            "%%gpuguard --find-max\n"
+            f"BATCH = {4 * largest}\n"
+            "model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0)\n"
+        )
+        run = execute(client, search, timeout=600)
+        assert run.status == "ok", run.error()
+        attempts = cards(run)[-1]["retry"]["attempts"]
+        assert [a["result"] for a in attempts].count("out_of_memory") == 0, attempts
+        found = int(evaluate(client, "BATCH"))
+        assert 0.9 * largest <= found <= largest, (attempts, largest)
