@@ -1,5 +1,6 @@
 """The wheel a user installs: built from the sdist without node, it carries the prebuilt lab
-extension and the server extension's config, and Jupyter lists both as enabled."""
+extension and the server extension's config, and Jupyter lists both as enabled; both
+distributions pass ``twine check``, as PyPI's upload would."""
 
 from __future__ import annotations
 
@@ -27,8 +28,9 @@ def run(*command: str, cwd: Path = ROOT, **env: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory):
-    """A wheel built from the sdist with no node on the PATH (only this Python's scripts)."""
+def distributions(tmp_path_factory) -> tuple[Path, Path]:
+    """The sdist, and a wheel built from it with no node on the PATH (only this Python's
+    scripts)."""
     if not (ROOT / "ipy_gpuguard" / "labextension" / "package.json").exists():
         pytest.fail("build the lab extension first: make (or cd labextension && jlpm build:prod)")
     out = tmp_path_factory.mktemp("dist")
@@ -50,7 +52,18 @@ def wheel(tmp_path_factory):
         "-w", str(out), str(sdist), PATH=no_node,
     )  # fmt: skip
     (built,) = out.glob("ipy_gpuguard-*.whl")
-    return built
+    return sdist, built
+
+
+@pytest.fixture(scope="module")
+def wheel(distributions) -> Path:
+    return distributions[1]
+
+
+def test_both_distributions_pass_twine_check(distributions):
+    """What PyPI checks on upload: the metadata, and that the README renders as its page."""
+    out = run(sys.executable, "-m", "twine", "check", "--strict", *map(str, distributions))
+    assert out.count("PASSED") == 2, out
 
 
 def test_the_wheel_carries_the_lab_extension_and_the_server_config(wheel):

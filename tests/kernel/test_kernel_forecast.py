@@ -140,3 +140,82 @@ def test_the_forecast_at_a_quarter_and_the_search_from_four_times_the_largest_ba
         assert [a["result"] for a in attempts].count("out_of_memory") == 0, attempts
         found = int(evaluate(client, "BATCH"))
         assert 0.9 * largest <= found <= largest, (attempts, largest)
+
+
+GROWING = """
+import json, keras, numpy as np, tensorflow as tf
+held = tf.zeros((int(0.98 * 400 * 2**20) // 4,), tf.float32)  # one region, as on a GPU
+del held
+class Keeps(keras.callbacks.Callback):
+    kept = []
+    def on_epoch_end(self, epoch, logs=None):
+        self.kept.append(tf.ones((10 * 2**20,), tf.float32))  # 40 MiB kept every epoch
+x = np.random.rand(256, 32).astype("float32")
+y = np.random.randint(0, 10, 256)
+model = keras.Sequential([keras.Input((32,)), keras.layers.Dense(64), keras.layers.Dense(10)])
+model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+"""
+
+
+def test_memory_kept_every_epoch_is_projected_to_the_epoch_that_really_fails(tmp_path):
+    """A callback that keeps a tensor each epoch, under a 400 MiB limit: the forecast names
+    the epoch in which the allocator then really fails (a failed allocation there is retried
+    for 10 s before it raises), and the card quotes it."""
+    env = {**ALLOCATOR, "TF_CPU_BFC_MEM_LIMIT_IN_MB": "400", "GPUGUARD_SIMULATE": "400MiB"}
+    with keras_kernel(tmp_path, **env) as client:
+        assert execute(client, GROWING).status == "ok"
+        fit = "model.fit(x, y, batch_size=32, epochs=30, verbose=0, callbacks=[Keeps()])"
+        run = execute(client, "%%gpuguard --interval 0.05\n" + fit, timeout=300)
+        assert run.reply["content"]["ename"] == "ResourceExhaustedError", run.error()
+        failed_in_epoch = int(evaluate(client, "len(Keeps.kept)")) + 1
+        assert execute(client, "forecast = %gpuguard forecast --json").status == "ok"
+        forecast = json.loads(ast.literal_eval(evaluate(client, "json.dumps(forecast)")))
+        assert abs(forecast["fills_at_epoch"] - failed_in_epoch) <= 1
+        assert forecast["growth_bytes_per_epoch"] >= 40 << 20
+        told = f"the device fills at epoch {forecast['fills_at_epoch']}."
+        said = [json.dumps(card, ensure_ascii=False) for card in cards(run)]
+        assert any(
+            "Before it failed — Forecast (measured" in card and told in card for card in said
+        )
+
+
+ON_JAX = """
+import json, numpy as np, keras
+x = np.random.default_rng(0).random((512, 32, 32, 3)).astype("float32")
+y = np.random.default_rng(1).integers(0, 10, 512)
+def trained():
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([
+        keras.Input((32, 32, 3)), keras.layers.Conv2D(16, 3, activation="relu"),
+        keras.layers.Dropout(0.3), keras.layers.Flatten(), keras.layers.Dense(10)])
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(x, y, batch_size=256, epochs=1, verbose=0)
+    return [np.asarray(v.numpy()) for v in model.weights]
+unguarded = trained()
+"""
+
+
+def test_on_jax_a_step_larger_than_the_gpu_is_forecast_and_warned_of_before_its_first_step(
+    tmp_path,
+):
+    """XLA's analysis of Keras' train step, made as the fit begins: the simulated GPU is smaller
+    than the step needs, and the live panel warns before the first step. The model trained under
+    the guard ends with the very weights it ends with unguarded: the forecast lowered the step
+    with shapes only, and changed no variable (Dropout's seed included)."""
+    with keras_kernel(tmp_path, KERAS_BACKEND="jax", GPUGUARD_SIMULATE="64MiB") as client:
+        assert execute(client, ON_JAX).status == "ok"
+        run = execute(client, "%%gpuguard --interval 0.1\nguarded = trained()", timeout=300)
+        assert run.status == "ok", run.error()
+        same = "all(np.array_equal(a, b) for a, b in zip(unguarded, guarded))"
+        assert evaluate(client, same) == "True"
+        assert execute(client, "forecast = %gpuguard forecast --json").status == "ok"
+        forecast = json.loads(ast.literal_eval(evaluate(client, "json.dumps(forecast)")))
+        assert forecast["basis"] == "compiled"
+        assert forecast["step"] == 0
+        assert forecast["peak_bytes"] > 64 << 20
+        assert 0 < forecast["largest_batch"] < 256
+        panels = [
+            json.dumps(msg["content"]["data"], ensure_ascii=False)
+            for msg in run.of_type("display_data") + run.of_type("update_display_data")
+        ]  # the live panel, redrawn as the forecast is made
+        assert any("this step needs" in p and "it will run out of memory" in p for p in panels)
