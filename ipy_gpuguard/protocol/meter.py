@@ -9,7 +9,8 @@ from .encode import SCHEMA_VERSION
 
 @dataclass(frozen=True)
 class MeterDevice:
-    """One GPU as the server reads it; ``problem`` says why its values are unknown."""
+    """One GPU as the server reads it; ``problem`` says why its values are unknown; ``uuid`` is
+    NVML's, which a kernel's own report of the same GPU carries too."""
 
     index: int
     name: str
@@ -19,6 +20,7 @@ class MeterDevice:
     utilization_percent: int | None
     temperature_c: int | None
     problem: str | None
+    uuid: str | None = None
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,9 @@ class MeterReading:
 
     ``source`` is ``nvml``, ``simulated`` or ``none`` (then ``reason`` says why in one line);
     ``attribution`` is ``None`` when ``kernels`` can be trusted, else why they cannot (NVML
-    reports the pids of another pid namespace, as in a container).
+    reports the pids of another pid namespace, as in a container); ``local_kernels`` are the
+    kernels whose process the server sees (a kernel behind a gateway is not one of them: its GPUs
+    are known only from its own report).
     """
 
     source: str
@@ -45,4 +49,5 @@ class MeterReading:
     devices: tuple[MeterDevice, ...]
     kernels: tuple[KernelShare, ...]
     attribution: str | None
+    local_kernels: tuple[str, ...] = ()
     version: int = SCHEMA_VERSION

@@ -29,7 +29,7 @@ class RunningCell:
 
 @dataclass(frozen=True)
 class DeviceState:
-    """One watched device's last sample."""
+    """One watched device's last sample; ``uuid`` is NVML's (none for a simulated device)."""
 
     index: int
     name: str
@@ -39,6 +39,7 @@ class DeviceState:
     allocator_bytes: int | None
     utilization_percent: int | None
     temperature_c: int | None
+    uuid: str | None = None
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,8 @@ class KernelState:
     ``fit``/``evaluate``/``predict``, ``step`` the steps done, ``last_step_at`` the last one's time.
     ``host_available_bytes`` of ``host_total_bytes`` is the machine's memory at the last sample and
     ``platform`` the kernel's ``sys.platform``: what a post-mortem tells an out-of-memory kill or a
-    Windows GPU timeout by."""
+    Windows GPU timeout by. ``host`` is the name of the machine the kernel runs on: a frontend
+    tells by it whether the kernel's GPUs are the server's own (never counted twice)."""
 
     pid: int
     kernel_id: str | None
@@ -64,6 +66,19 @@ class KernelState:
     host_available_bytes: int | None = None
     host_total_bytes: int | None = None
     platform: str | None = None
+    host: str | None = None
+    version: int = SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class StateReport:
+    """The kernel's state record, sent on the comm ``ipy_gpuguard.actions`` to a frontend whose
+    handshake asked for it (``{"reports": ["state"]}``): pushed with each write of the state file
+    (at most once a second while a guarded cell runs, and as it starts and ends), and answered
+    to ``{"ask": "state"}``. The kernel's channels reach the frontend wherever the kernel runs (a
+    gateway, another machine), where the server's state file and NVML do not."""
+
+    state: KernelState
     version: int = SCHEMA_VERSION
 
 

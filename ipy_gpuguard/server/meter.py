@@ -112,6 +112,7 @@ class Meter:
                     utilization_percent=reading.utilization_percent,
                     temperature_c=reading.temperature_c,
                     problem=reading.problem,
+                    uuid=info.uuid,
                 )
             )
             for pid, used in backend.other_processes(info.index):

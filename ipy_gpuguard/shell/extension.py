@@ -34,7 +34,11 @@ def load(shell: Any) -> None:
     shell.events.register("post_run_cell", magics.post_run_cell)
     comm_manager = getattr(kernel, "comm_manager", None)
     if comm_manager is not None:
-        magics.actions_comm = ActionsComm(lambda: magics.session)
+        magics.actions_comm = ActionsComm(
+            lambda: magics.session, lambda: state_file.state if state_file is not None else None
+        )
+        if state_file is not None:
+            state_file.written = magics.actions_comm.report
         comm_manager.register_target(TARGET, magics.actions_comm.opened)
         magics.actions_comm.offer()
 

@@ -3,7 +3,9 @@
 One small JSON file per kernel, ``<jupyter runtime dir>/ipy_gpuguard/kernel-<kernel id>.json``,
 replaced atomically (a reader never sees half a file), written at most once a second while a
 guarded cell runs and once when it ends, and removed when the extension is unloaded. A file
-that cannot be written costs one warning line, never the cell.
+that cannot be written costs one warning line, never the cell. Each record written is also
+told to :attr:`KernelStateFile.written`: the comm reports it to a frontend that asked, which
+is how a frontend whose server runs on another machine than the kernel learns it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import contextlib
 import json
 import os
 import re
+import socket
 import sys
 import tempfile
 import threading
@@ -69,7 +72,11 @@ class KernelStateFile:
             last_rule_id=None,
             outcome=None,
             platform=sys.platform,
+            host=socket.gethostname(),
         )
+        #: Hears each record as it is written (the comm's reports to a frontend that asked);
+        #: from the sampler's thread while a cell runs; it must not raise.
+        self.written: Callable[[KernelState], None] = lambda state: None
 
     def loaded(self) -> None:
         """The guard was loaded: this process's record replaces any that an earlier process of
@@ -138,6 +145,7 @@ class KernelStateFile:
                 return
             self._last_write = now
             self._write(json.dumps(to_json(self.state)))
+            self.written(self.state)
 
     def _write(self, text: str) -> None:
         try:
@@ -186,6 +194,7 @@ def device_states(sample: Sample, devices: tuple[DeviceInfo, ...]) -> tuple[Devi
             allocator_bytes=device.allocator.current_bytes if device.allocator else None,
             utilization_percent=device.device.utilization_percent,
             temperature_c=device.device.temperature_c,
+            uuid=infos[device.index].uuid if device.index in infos else None,
         )
         for device in sample.devices
     )

@@ -10,10 +10,11 @@ const API_PATH = 'ipy-gpuguard/api/v1';
  */
 export async function requestAPI<T>(
   path: string,
-  settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+  settings: ServerConnection.ISettings = ServerConnection.makeSettings(),
+  init: RequestInit = {}
 ): Promise<T | null> {
   const url = URLExt.join(settings.baseUrl, API_PATH, path);
-  const response = await ServerConnection.makeRequest(url, {}, settings);
+  const response = await ServerConnection.makeRequest(url, init, settings);
   if (response.status === 404) {
     return null;
   }
@@ -28,4 +29,12 @@ export async function requestAPI<T>(
     throw new Error(`${response.status}: ${message}`);
   }
   return JSON.parse(text) as T;
+}
+
+/** POST `body` as JSON to an endpoint of the server extension; as {@link requestAPI}. */
+export function postAPI<T>(path: string, body: unknown): Promise<T | null> {
+  return requestAPI<T>(path, ServerConnection.makeSettings(), {
+    method: 'POST',
+    body: JSON.stringify(body)
+  });
 }

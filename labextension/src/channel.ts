@@ -4,10 +4,21 @@ import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { UUID } from '@lumino/coreutils';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { ACTIONS_TARGET, IAction, IActionResult, ILiveCards } from './protocol';
+import {
+  ACTIONS_TARGET,
+  IAction,
+  IActionResult,
+  IKernelState,
+  ILiveCards,
+  IStateReport
+} from './protocol';
 
-/** What this frontend tells the kernel: it renders cards itself (no widget views). */
-const HANDSHAKE = { renders: ['card'] };
+/**
+ * What this frontend tells the kernel: it renders cards itself (no widget views), and wants
+ * the kernel's state record, pushed while a guarded cell runs: the one view of a kernel that
+ * runs where the server cannot see it (behind a gateway).
+ */
+const HANDSHAKE = { renders: ['card'], reports: ['state'] };
 
 /** What a card's display receives while its action runs in the kernel. */
 export interface IActionProgress {
@@ -46,6 +57,19 @@ export class ActionsChannel {
   /** Something a card's buttons depend on changed: the live cards, the comm, the kernel. */
   get changed(): ISignal<this, void> {
     return this._changed;
+  }
+
+  /**
+   * The last state record the kernel reported; kept when the kernel dies or restarts, for the
+   * post-mortem, until the next process of the kernel reports.
+   */
+  get lastState(): IKernelState | null {
+    return this._lastState;
+  }
+
+  /** The kernel reported its state. */
+  get reported(): ISignal<this, IKernelState> {
+    return this._reported;
   }
 
   /**
@@ -136,7 +160,10 @@ export class ActionsChannel {
     if (!data || typeof data !== 'object') {
       return;
     }
-    if ('cards' in data) {
+    if ('state' in data) {
+      this._lastState = (data as IStateReport).state;
+      this._reported.emit(this._lastState);
+    } else if ('cards' in data) {
       this._live = new Set((data as ILiveCards).cards);
       this._state = 'open';
       this._changed.emit();
@@ -182,6 +209,8 @@ export class ActionsChannel {
     { resolve: (r: IActionResult) => void; reject: (e: Error) => void }
   >();
   private _changed = new Signal<this, void>(this);
+  private _lastState: IKernelState | null = null;
+  private _reported = new Signal<this, IKernelState>(this);
 }
 
 /** One channel per kernel connection, made on first use. */
@@ -202,11 +231,18 @@ export class ActionsChannels {
     let channel = this._channels.get(kernel);
     if (!channel) {
       channel = new ActionsChannel(kernel);
+      channel.reported.connect(() => this._reported.emit(kernel));
       this._channels.set(kernel, channel);
     }
     return channel;
   }
 
+  /** A kernel reported its state. */
+  get reported(): ISignal<this, Kernel.IKernelConnection> {
+    return this._reported;
+  }
+
   private _channels = new WeakMap<Kernel.IKernelConnection, ActionsChannel>();
+  private _reported = new Signal<this, Kernel.IKernelConnection>(this);
   private _registered = new WeakSet<Kernel.IKernelConnection>();
 }

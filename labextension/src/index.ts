@@ -10,6 +10,10 @@ import { watchKernelDeaths } from './postmortem';
 import { CARD_MIME, CONTROLS_MIME } from './protocol';
 import { CardRenderer } from './renderer';
 
+/** The comm of each notebook's kernel: the cards' actions, and the kernel's reports the meter and
+ * the post-mortems read. */
+const channels = new ActionsChannels();
+
 /** Below ipywidgets' -10: a card's bundle may carry a widget view too; the card wins. */
 const CARD_RANK = -20;
 
@@ -39,7 +43,7 @@ const cards: JupyterFrontEndPlugin<void> = {
   autoStart: true,
   requires: [IRenderMimeRegistry, INotebookTracker],
   activate: (app: JupyterFrontEnd, rendermime: IRenderMimeRegistry, tracker: INotebookTracker) => {
-    const host = { app, tracker, channels: new ActionsChannels(), rendermime };
+    const host = { app, tracker, channels, rendermime };
     tracker.widgetAdded.connect((_, panel) => host.channels.watch(panel.sessionContext));
     rendermime.addFactory(
       { safe: true, mimeTypes: [CARD_MIME], createRenderer: () => new CardRenderer(host) },
@@ -49,7 +53,7 @@ const cards: JupyterFrontEndPlugin<void> = {
       { safe: true, mimeTypes: [CONTROLS_MIME], createRenderer: () => new HiddenControls() },
       CARD_RANK
     );
-    watchKernelDeaths(tracker);
+    watchKernelDeaths(tracker, channels);
   }
 };
 
@@ -70,13 +74,25 @@ const meter: JupyterFrontEndPlugin<void> = {
       return;
     }
     const model = new MeterModel();
-    const currentKernel = () => tracker.currentWidget?.sessionContext.session?.kernel?.id ?? null;
+    const kernel = () => tracker.currentWidget?.sessionContext.session?.kernel ?? null;
+    const currentKernel = {
+      id: () => kernel()?.id ?? null,
+      report: () => {
+        const current = kernel();
+        return current ? channels.get(current).lastState : null;
+      }
+    };
     const kernelName = (kernelId: string) => {
       const panel = tracker.find(p => p.sessionContext.session?.kernel?.id === kernelId);
       return panel ? panel.title.label : `kernel ${kernelId.slice(0, 8)}`;
     };
     const item = new MeterItem(model, currentKernel, kernelName);
     tracker.currentChanged.connect(() => item.update());
+    channels.reported.connect((_, reporter) => {
+      if (reporter === kernel()) {
+        item.update();
+      }
+    });
     statusBar.registerStatusItem('ipy-gpuguard:meter', { item, align: 'left', rank: 4 });
     labShell?.currentChanged.connect(() => item.update());
   }

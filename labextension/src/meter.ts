@@ -4,8 +4,15 @@ import { Widget } from '@lumino/widgets';
 import { showPopup } from '@jupyterlab/statusbar';
 
 import { requestAPI } from './api';
-import { IMeterDevice, IMeterReading } from './protocol';
+import { IShownDevice, shownDevices } from './devices';
+import { IKernelState, IMeterReading } from './protocol';
 import { fillLevel, formatBytes } from './units';
+
+/** Where the current notebook's kernel is, and what it last reported of itself. */
+export interface ICurrentKernel {
+  id: () => string | null;
+  report: () => IKernelState | null;
+}
 
 /**
  * The server's GPU reading, polled every 2 s while the page is visible; the interval backs off
@@ -63,12 +70,13 @@ export class MeterModel {
 /**
  * The status bar's GPU meter: each GPU's used/total with a bar (warning from 85%, danger from
  * 95%) and the current notebook's kernel's share; a click opens the panel with every GPU and
- * every kernel.
+ * every kernel. A kernel the server cannot see (behind a gateway) adds the GPUs of its own
+ * report, said to be on the kernel's host.
  */
 export class MeterItem extends Widget {
   constructor(
     private readonly _model: MeterModel,
-    private readonly _currentKernel: () => string | null,
+    private readonly _currentKernel: ICurrentKernel,
     private readonly _kernelName: (kernelId: string) => string
   ) {
     super();
@@ -82,17 +90,26 @@ export class MeterItem extends Widget {
 
   protected onUpdateRequest(): void {
     const reading = this._model.reading;
+    const kernelId = this._currentKernel.id();
+    const devices = shownDevices(reading, kernelId, this._currentKernel.report());
     const content: HTMLElement[] = [];
-    if (!reading || reading.source === 'none') {
+    const remote = devices.find(device => device.kernelHost !== null);
+    if (!reading || !devices.length) {
       // The reason is a sentence of its own ("no GPU telemetry: NVML …"): the tooltip's.
       const reason = reading?.reason ?? this._model.error ?? 'waiting for the server';
       content.push(span('jp-GpuGuard-meter-none', reading ? 'no GPU' : 'GPU: …'));
       this.node.title = `ipy_gpuguard: ${reason}`;
-    } else {
-      for (const device of reading.devices) {
-        content.push(deviceMeter(device, reading.devices.length > 1));
+    } else if (remote) {
+      for (const device of devices) {
+        content.push(deviceMeter(device, devices.length > 1));
       }
-      const kernelId = this._currentKernel();
+      this.node.title =
+        `GPU memory; this kernel runs on ${remote.kernelHost}, whose GPUs it reports itself ` +
+        '(click for every GPU and kernel)';
+    } else {
+      for (const device of devices) {
+        content.push(deviceMeter(device, devices.length > 1));
+      }
       const share = reading.kernels.find(k => k.kernel_id === kernelId);
       if (reading.attribution) {
         content.push(span('jp-GpuGuard-meter-kernel', 'this kernel: not attributable'));
@@ -107,7 +124,7 @@ export class MeterItem extends Widget {
   }
 
   private _openPanel(): void {
-    const body = new MeterPanel(this._model, this._kernelName);
+    const body = new MeterPanel(this._model, this._currentKernel, this._kernelName);
     showPopup({ body, anchor: this, align: 'right' });
   }
 }
@@ -116,6 +133,7 @@ export class MeterItem extends Widget {
 class MeterPanel extends Widget {
   constructor(
     private readonly _model: MeterModel,
+    private readonly _currentKernel: ICurrentKernel,
     private readonly _kernelName: (id: string) => string
   ) {
     super();
@@ -127,15 +145,17 @@ class MeterPanel extends Widget {
   protected onUpdateRequest(): void {
     const reading = this._model.reading;
     const parts: HTMLElement[] = [heading('GPUs')];
-    if (!reading || reading.source === 'none') {
+    const shown = shownDevices(reading, this._currentKernel.id(), this._currentKernel.report());
+    if (!reading || !shown.length) {
       parts.push(span('', reading?.reason ?? this._model.error ?? 'waiting for the server'));
       this.node.replaceChildren(...parts);
       return;
     }
     const devices = document.createElement('table');
-    for (const device of reading.devices) {
+    for (const device of shown) {
       const row = devices.insertRow();
-      row.insertCell().textContent = `${device.index}: ${device.name}`;
+      const where = device.kernelHost ? ` (on ${device.kernelHost}, the kernel's report)` : '';
+      row.insertCell().textContent = `${device.index}: ${device.name}${where}`;
       row.insertCell().append(bar(device));
       row.insertCell().textContent =
         device.problem ?? `${formatBytes(device.used_bytes)} / ${formatBytes(device.total_bytes)}`;
@@ -169,21 +189,23 @@ class MeterPanel extends Widget {
   }
 }
 
-function deviceMeter(device: IMeterDevice, numbered: boolean): HTMLElement {
+function deviceMeter(device: IShownDevice, numbered: boolean): HTMLElement {
   const item = span('jp-GpuGuard-meter-device', '');
   const label = numbered ? `GPU ${device.index} ` : 'GPU ';
   const value = device.problem
     ? device.problem
     : `${formatBytes(device.used_bytes)} / ${formatBytes(device.total_bytes)}`;
+  const simulated = device.simulated ? ' (simulated)' : '';
+  const where = device.kernelHost ? ` on ${device.kernelHost}` : '';
   item.append(
     span('', label),
     bar(device),
-    span('jp-GpuGuard-meter-value', value + (device.simulated ? ' (simulated)' : ''))
+    span('jp-GpuGuard-meter-value', value + simulated + where)
   );
   return item;
 }
 
-function bar(device: IMeterDevice): HTMLElement {
+function bar(device: IShownDevice): HTMLElement {
   const outer = span('jp-GpuGuard-bar', '');
   const inner = span(
     `jp-GpuGuard-bar-fill jp-GpuGuard-level-${fillLevel(device.used_bytes, device.total_bytes)}`,

@@ -4,16 +4,19 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelAPI } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
-import { requestAPI } from './api';
-import { ILivePanel, IPostMortem, LIVE_PANEL_METADATA } from './protocol';
+import { postAPI, requestAPI } from './api';
+import { ActionsChannels } from './channel';
+import { IKernelState, ILivePanel, IPostMortem, LIVE_PANEL_METADATA } from './protocol';
 import { formatBytes } from './units';
 
 /**
  * Tells what a notebook's kernel last recorded when it dies or is restarted by the server
  * after dying: which cell ran, how far it got, the GPU memory just before, the likely cause
- * and what to do, with an action that scrolls to the cell.
+ * and what to do, with an action that scrolls to the cell. The record is the kernel's state
+ * file where the server has it; for a kernel whose file is on another machine (behind a
+ * gateway), the last state the kernel reported on its comm, which the server reads the same way.
  */
-export function watchKernelDeaths(tracker: INotebookTracker): void {
+export function watchKernelDeaths(tracker: INotebookTracker, channels: ActionsChannels): void {
   tracker.widgetAdded.connect((_, panel) => {
     let reported: string | null = null;
     panel.sessionContext.statusChanged.connect((context, status) => {
@@ -31,7 +34,7 @@ export function watchKernelDeaths(tracker: INotebookTracker): void {
         stopLivePanels(panel, false);
         if (kernel && reported !== kernel.id) {
           reported = kernel.id;
-          void report(panel, kernel);
+          void report(panel, kernel, channels.get(kernel).lastState);
         }
       } else if (status === 'busy') {
         reported = null; // a kernel that works again may die again
@@ -65,13 +68,21 @@ export function stopLivePanels(panel: NotebookPanel, restarted: boolean): void {
   }
 }
 
-async function report(panel: NotebookPanel, kernel: Kernel.IKernelConnection): Promise<void> {
+async function report(
+  panel: NotebookPanel,
+  kernel: Kernel.IKernelConnection,
+  reported: IKernelState | null
+): Promise<void> {
   let found: IPostMortem | null;
+  const path = `kernels/${kernel.id}/post-mortem`;
   try {
     if (!(await KernelAPI.getKernelModel(kernel.id))) {
       return; // shut down on purpose: the server no longer has it; a dead kernel stays listed
     }
-    found = await requestAPI<IPostMortem>(`kernels/${kernel.id}/post-mortem`);
+    found = await requestAPI<IPostMortem>(path);
+    if (!found && reported) {
+      found = await postAPI<IPostMortem>(path, reported);
+    }
   } catch (error) {
     Notification.error(
       `The kernel of ${panel.title.label} died; its last record cannot be read (${(error as Error).message}).`,

@@ -222,6 +222,7 @@ export interface IMeterDevice {
   utilization_percent: number | null;
   temperature_c: number | null;
   problem: string | null;
+  uuid?: string | null;
 }
 
 export interface IKernelShare {
@@ -238,6 +239,7 @@ export interface IMeterReading {
   devices: IMeterDevice[];
   kernels: IKernelShare[];
   attribution: string | null;
+  local_kernels?: string[];
 }
 
 export interface IDeviceState {
@@ -249,6 +251,7 @@ export interface IDeviceState {
   allocator_bytes: number | null;
   utilization_percent: number | null;
   temperature_c: number | null;
+  uuid?: string | null;
 }
 
 export interface IRunningCell {
@@ -273,6 +276,13 @@ export interface IKernelState {
   host_available_bytes?: number | null;
   host_total_bytes?: number | null;
   platform?: string | null;
+  host?: string | null;
+}
+
+/** The kernel's state record on the comm, to a frontend whose handshake asked for it. */
+export interface IStateReport {
+  version: number;
+  state: IKernelState;
 }
 
 export interface IPostMortem {

@@ -37,7 +37,7 @@ def test_an_interface_has_the_fields_of_its_definition(name):
 
 def test_every_record_the_extension_reads_has_an_interface():
     read = {"Card", "CardWords", "AttemptWords", "RetryState", "ActionResult", "LiveCards"}
-    read |= {"MeterReading", "KernelState", "PostMortem"}
+    read |= {"MeterReading", "KernelState", "PostMortem", "StateReport"}
     assert read <= set(interfaces())
 
 

@@ -56,6 +56,7 @@ def record(**changes):
         "host_available_bytes": 2**28,
         "host_total_bytes": 2**34,
         "platform": "linux",
+        "host": "gpu-node-1",
         "version": SCHEMA_VERSION,
         **changes,
     }
@@ -165,6 +166,37 @@ async def test_a_dead_kernels_post_mortem_names_its_cell_and_the_likely_cause(
     code, message = await refused(jp_fetch, "k-2", "post-mortem")
     assert code == 500
     assert message.startswith("kernel k-2: the state file is not a state record")
+
+
+async def test_a_post_mortem_is_made_from_the_record_a_kernel_elsewhere_reported(
+    jp_fetch, jp_runtime_dir
+):
+    """Issue 38: a kernel behind a gateway writes its state file on its own machine; the lab
+    extension posts the last record the kernel reported over its channels, and the server
+    answers with the same post-mortem, writing nothing."""
+    state = record(kernel_id="k-3")
+    response = await jp_fetch(
+        "ipy-gpuguard", "api", "v1", "kernels", "k-3", "post-mortem",
+        method="POST", body=json.dumps(state),
+    )  # fmt: skip
+    found = json.loads(response.body)
+    assert_valid("PostMortem", found)
+    assert found["state"] == state
+    assert found["cause"] == "host_memory"
+    assert not (jp_runtime_dir / "ipy_gpuguard").exists()  # nothing written
+
+    for body, why in [
+        (json.dumps({"pid": 42}), "the state file is not a state record"),
+        (json.dumps(record(kernel_id="k-9")), "the record is kernel k-9's, not k-3's"),
+        ("[" * 100_000, "the state file is not JSON"),
+    ]:
+        with pytest.raises(HTTPClientError) as error:
+            await jp_fetch(
+                "ipy-gpuguard", "api", "v1", "kernels", "k-3", "post-mortem",
+                method="POST", body=body,
+            )  # fmt: skip
+        assert error.value.code == 400
+        assert why in json.loads(error.value.response.body)["message"]
 
 
 def fake_nvml_meter(jp_serverapp, gpus, init_error=None):
