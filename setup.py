@@ -28,6 +28,7 @@ TEST = [
     "jupyterlab>=4.4,<5",  # the browser tests run the lab extension in a real JupyterLab
     "playwright>=1.50",  # drives Debian's Chromium (apt-get install chromium)
     "twine>=5",  # checks the sdist and the wheel as PyPI's upload does
+    "jupyter_kernel_gateway>=3",  # a browser test runs JupyterLab's kernels behind a gateway
     # A CPU build of TensorFlow: real Keras training and real allocator errors without a GPU.
     'tensorflow-cpu>=2.16; platform_system == "Linux" or platform_system == "Windows"',
     'tensorflow>=2.16; platform_system == "Darwin"',

@@ -67,8 +67,14 @@ export class ActionsChannel {
     return this._lastState;
   }
 
-  /** The kernel reported its state. */
-  get reported(): ISignal<this, IKernelState> {
+  /** The last state record of the kernel's running process; `null` once it died or restarted
+   * (its GPUs are no longer what it last said). */
+  get liveState(): IKernelState | null {
+    return this._liveState;
+  }
+
+  /** The kernel reported its state, or its process ended (no live state any more). */
+  get reported(): ISignal<this, void> {
     return this._reported;
   }
 
@@ -161,8 +167,8 @@ export class ActionsChannel {
       return;
     }
     if ('state' in data) {
-      this._lastState = (data as IStateReport).state;
-      this._reported.emit(this._lastState);
+      this._lastState = this._liveState = (data as IStateReport).state;
+      this._reported.emit();
     } else if ('cards' in data) {
       this._live = new Set((data as ILiveCards).cards);
       this._state = 'open';
@@ -179,7 +185,9 @@ export class ActionsChannel {
 
   private _onStatus(_kernel: Kernel.IKernelConnection, status: Kernel.Status): void {
     if (status === 'restarting' || status === 'autorestarting' || status === 'dead') {
+      this._liveState = null;
       this._reset('closed');
+      this._reported.emit();
     } else {
       this._changed.emit(); // busy or idle: the buttons follow
     }
@@ -210,7 +218,8 @@ export class ActionsChannel {
   >();
   private _changed = new Signal<this, void>(this);
   private _lastState: IKernelState | null = null;
-  private _reported = new Signal<this, IKernelState>(this);
+  private _liveState: IKernelState | null = null;
+  private _reported = new Signal<this, void>(this);
 }
 
 /** One channel per kernel connection, made on first use. */

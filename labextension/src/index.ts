@@ -79,7 +79,7 @@ const meter: JupyterFrontEndPlugin<void> = {
       id: () => kernel()?.id ?? null,
       report: () => {
         const current = kernel();
-        return current ? channels.get(current).lastState : null;
+        return current ? channels.get(current).liveState : null;
       }
     };
     const kernelName = (kernelId: string) => {

@@ -142,8 +142,9 @@ async function showDetails(panel: NotebookPanel, found: IPostMortem): Promise<vo
   if (state.cell) {
     rows.push(['Cell', `[${state.cell.execution_count ?? ' '}] ${state.cell.first_line}`]);
   }
-  if (state.phase) {
-    rows.push(['Progress', `${state.phase}, ${state.step} steps`]);
+  if (state.phase || state.step) {
+    // A custom loop's heartbeats count steps outside Keras' phases.
+    rows.push(['Progress', [state.phase, `${state.step} steps`].filter(Boolean).join(', ')]);
   }
   for (const device of state.devices) {
     rows.push([

@@ -17,13 +17,21 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from ..chromium import chromium
+
+#: What the kernels are given: a simulated 8 GiB GPU, and TensorFlow's allocator on the CPU.
+KERNEL_ENV = {
+    "GPUGUARD_SIMULATE": "8GiB",
+    "TF_ENABLE_ONEDNN_OPTS": "0",
+    "TF_CPP_MIN_LOG_LEVEL": "2",
+    "TF_CPU_ALLOCATOR_USE_BFC": "true",
+}
 
 #: Where each step's screenshot goes (look at them).
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "browser"
@@ -69,10 +77,84 @@ def lab_without_extension(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     yield from serve_lab(tmp_path_factory.mktemp("lab-without"), disabled=("ipy-gpuguard",))
 
 
+@dataclass
+class Gateway:
+    """A Jupyter Kernel Gateway: where JupyterLab's kernels run when it is given one."""
+
+    url: str
+    token: str
+    runtime_dir: Path
+
+
+def serve_gateway(root: Path, env: dict[str, str]) -> Iterator[Gateway]:
+    """A real Jupyter Kernel Gateway on a free loopback port, with a runtime folder of its own:
+    its kernels' connection and state files are not where the server looks. ``env`` is for its
+    kernels alone (the server is not given it)."""
+    runtime, data = root / "runtime", root / "data"
+    runtime.mkdir()
+    data.mkdir()
+    token, port = secrets.token_hex(16), _free_port()
+    inherited = [*env, "JUPYTER_RUNTIME_DIR", "JUPYTER_DATA_DIR", "PATH", "HOME"]
+    log = (root / "gateway.log").open("w")
+    process = subprocess.Popen(
+        [
+            sys.executable, "-m", "jupyter", "kernelgateway",
+            "--KernelGatewayApp.ip=127.0.0.1", f"--KernelGatewayApp.port={port}",
+            f"--KernelGatewayApp.auth_token={token}",
+            "--JupyterWebsocketPersonality.list_kernels=True",  # the server lists its kernels
+            # A gateway's kernels inherit only the variables it names.
+            *(f"--KernelGatewayApp.env_process_whitelist={name}" for name in inherited),
+        ],
+        env={
+            **os.environ, **env, "JUPYTER_RUNTIME_DIR": str(runtime), "JUPYTER_DATA_DIR": str(data)
+        },
+        stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    gateway = Gateway(f"http://127.0.0.1:{port}", token, runtime)
+    try:
+        _wait_until(
+            lambda: _get(f"{gateway.url}/api/kernelspecs", token),
+            process,
+            root / "gateway.log",
+            "the Kernel Gateway",
+        )
+        yield gateway
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+def _get(url: str, token: str) -> object:
+    request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def _wait_until(
+    answers: Callable[[], object], process: subprocess.Popen, log: Path, what: str
+) -> None:
+    """Until ``answers`` does without an ``OSError``; an error with the log if the process
+    ends or a minute passes first."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            answers()
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{what} did not start:\n{log.read_text()}") from None
+            time.sleep(0.3)
+
+
 def serve_lab(
-    root: Path, disabled: tuple[str, ...] = (), python: Path = Path(sys.executable)
+    root: Path,
+    disabled: tuple[str, ...] = (),
+    python: Path = Path(sys.executable),
+    gateway: Gateway | None = None,
 ) -> Iterator[Lab]:
-    """JupyterLab of ``python``'s environment (this one by default) on a free port."""
+    """JupyterLab of ``python``'s environment (this one by default) on a free port; its kernels
+    run behind ``gateway`` where one is given, and then the server has no simulated GPU."""
     dirs = {name: root / name for name in ("config", "data", "runtime", "settings", "workspaces")}
     for folder in dirs.values():
         folder.mkdir()
@@ -97,11 +179,15 @@ def serve_lab(
         "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
         "JUPYTERLAB_SETTINGS_DIR": str(dirs["settings"]),
         "JUPYTERLAB_WORKSPACES_DIR": str(dirs["workspaces"]),
-        "GPUGUARD_SIMULATE": "8GiB",
-        "TF_ENABLE_ONEDNN_OPTS": "0",
-        "TF_CPP_MIN_LOG_LEVEL": "2",
-        "TF_CPU_ALLOCATOR_USE_BFC": "true",
+        **KERNEL_ENV,
     }
+    through = []
+    if gateway is not None:
+        del env["GPUGUARD_SIMULATE"]
+        through = [
+            f"--GatewayClient.url={gateway.url}",
+            f"--GatewayClient.auth_token={gateway.token}",
+        ]
     log = (root / "lab.log").open("w")
     process = subprocess.Popen(
         [
@@ -110,22 +196,13 @@ def serve_lab(
             f"--IdentityProvider.token={token}",
             f"--ServerApp.root_dir={notebooks}",
             "--LabApp.expose_app_in_browser=True",
+            *through,
         ],
         env=env, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     running = Lab(f"http://127.0.0.1:{port}/", token, notebooks, dirs["runtime"])
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                running.api("api/status")
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"JupyterLab did not start:\n{(root / 'lab.log').read_text()}"
-                    ) from None
-                time.sleep(0.3)
+        _wait_until(lambda: running.api("api/status"), process, root / "lab.log", "JupyterLab")
         yield running
     finally:
         process.terminate()
