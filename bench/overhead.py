@@ -5,7 +5,8 @@
    run twice (the noise); and what guarding adds to a cell that does nothing (its start and
    finish).
 2. CPU time the sampler thread uses per second of wall time, at the default and a fast interval.
-3. The cost of ``import ipy_gpuguard`` and of ``%load_ext ipy_gpuguard`` with the modules they
+3. The cost of the kernel's report of its state to a frontend that asked for it, per report.
+4. The cost of ``import ipy_gpuguard`` and of ``%load_ext ipy_gpuguard`` with the modules they
    import, in fresh processes (target under 150 ms, no framework).
 
 Run with ``make bench`` (or ``.venv/bin/python bench/overhead.py``).
@@ -107,6 +108,45 @@ def sampler_cpu_per_wall_second(interval_s: float, seconds: float = 5.0) -> floa
     return (cpu_last - cpu_first) / (wall_last - wall_first)
 
 
+def report_cost_us(rounds: int = 2000) -> float:
+    """One report of the kernel's state to a frontend that asked (issue 38), as the sampler's
+    thread sends it: the record of a guarded cell on 8 GPUs encoded, and packed into a comm
+    message as ipykernel's session does (sockets aside). At most one a second while a cell runs."""
+    from jupyter_client.session import Session
+
+    from ipy_gpuguard.protocol import DeviceState, KernelState, RunningCell
+    from ipy_gpuguard.shell.comm import ActionsComm
+
+    session = Session()
+
+    class PackingComm:
+        comm_id = "bench"
+
+        def send(self, data: object) -> None:
+            session.serialize(session.msg("comm_msg", {"comm_id": self.comm_id, "data": data}))
+
+        def on_msg(self, callback: object) -> None:
+            """The bench sends nothing to the kernel."""
+
+        on_close = on_msg
+
+    devices = tuple(
+        DeviceState(i, "NVIDIA H100", False, 1 << 30, 80 << 30, 1 << 29, 50, 60, f"GPU-{i}")
+        for i in range(8)
+    )
+    state = KernelState(
+        pid=1, kernel_id="k", updated_at=time.time(), running=True,
+        cell=RunningCell("c", 1, "model.fit(x, y)"), phase="fit", step=10,
+        last_step_at=time.time(), devices=devices, last_rule_id=None, outcome=None, host="gpu-node",
+    )  # fmt: skip
+    comm = ActionsComm(lambda: None)  # type: ignore[arg-type, return-value]
+    comm.opened(PackingComm(), {"content": {"data": {"renders": ["card"], "reports": ["state"]}}})
+    started = time.perf_counter()
+    for _ in range(rounds):
+        comm.report(state)
+    return (time.perf_counter() - started) / rounds * 1e6
+
+
 def import_cost_ms(statement: str, repeats: int = 5) -> tuple[float, str]:
     probe = (
         "import time, sys\nimport IPython\nfrom IPython.core.interactiveshell import InteractiveShell\n"
@@ -136,6 +176,11 @@ def main() -> None:
         print(
             f"sampler CPU per wall second at --interval {interval}: {share * 1000:.2f} ms/s ({share:.2%} of a core)"
         )
+    report = report_cost_us()
+    print(
+        f"the kernel's report to a frontend that asked: {report:.0f} us each, at most one a second "
+        f"while a guarded cell runs ({report / 1e6:.3%} of its time)"
+    )
     for label, statement in (
         ("import ipy_gpuguard", "import ipy_gpuguard"),
         ("%load_ext ipy_gpuguard", "ip.run_line_magic('load_ext', 'ipy_gpuguard')"),
