@@ -49,8 +49,8 @@ class KernelState:
     ``fit``/``evaluate``/``predict``, ``step`` the steps done, ``last_step_at`` the last one's time.
     ``host_available_bytes`` of ``host_total_bytes`` is the machine's memory at the last sample and
     ``platform`` the kernel's ``sys.platform``: what a post-mortem tells an out-of-memory kill or a
-    Windows GPU timeout by. ``host`` is the name of the machine the kernel runs on: a frontend
-    tells by it whether the kernel's GPUs are the server's own (never counted twice)."""
+    Windows GPU timeout by. ``host`` is the name of the machine the kernel runs on, which a
+    frontend names for the GPUs of a kernel its server cannot see."""
 
     pid: int
     kernel_id: str | None
