@@ -266,7 +266,7 @@ def heartbeat_callback_class(base: type) -> type:
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
             self._recorder.step()
             if self._watcher is not None:
-                self._watcher.step_ended(self.model)
+                self._watcher.step_ended(_unsynced_model(self))
 
         def on_test_batch_end(self, batch: int, logs: Any = None) -> None:
             self._recorder.step()
@@ -274,6 +274,16 @@ def heartbeat_callback_class(base: type) -> type:
         on_predict_batch_end = on_test_batch_end
 
     return HeartbeatCallback
+
+
+def _unsynced_model(callback: Any) -> Any:
+    """The model a callback serves, without Keras 3's ``Callback.model`` property: on JAX that
+    property writes the step's state back into the model's variables (``jax_state_sync``),
+    which between two steps, on the thread an async-safe callback runs on, races the next step
+    that donates those buffers ("Buffer has been deleted or donated"), and changes the person's
+    run. Keras 2 keeps the model as a plain attribute."""
+    attributes = vars(callback)
+    return attributes.get("_model", attributes.get("model"))
 
 
 def _fit_arguments(model: Any) -> dict[str, Any]:

@@ -156,3 +156,45 @@ def test_the_batch_of_a_fit_is_its_own_or_keras_default_for_arrays():
     assert fit_batch_size({"x": x, "batch_size": None}) == 32
     assert fit_batch_size({"x": iter([x]), "batch_size": None}) is None
     assert fit_batch_size({"x": {"a": x, "b": x}}) == 32
+
+
+STATE_SYNCS_ON_JAX = """
+import sys
+sys.path.insert(0, {root!r})
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+shell.run_line_magic("load_ext", "ipy_gpuguard")
+shell.run_cell('''
+import numpy as np, keras
+x = np.zeros((256, 8), "float32")
+y = np.zeros((256, 1), "float32")
+def syncs(batch):
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    count = []
+    sync = model.jax_state_sync
+    model.jax_state_sync = lambda: count.append(1) or sync()
+    model.fit(x, y, batch_size=batch, epochs=1, verbose=0)
+    return len(count)
+unguarded = [syncs(16), syncs(4)]
+''')
+shell.run_cell("%%gpuguard --interval 0.1\\nguarded = [syncs(16)]")
+shell.run_cell("%%gpuguard --interval 0.1\\nguarded.append(syncs(4))")
+print("SYNCS", *shell.user_ns["unguarded"], *shell.user_ns["guarded"])
+"""
+
+
+@pytest.mark.tensorflow
+def test_on_jax_the_guard_never_writes_the_steps_state_into_the_model_between_steps():
+    """Keras 3's ``Callback.model`` on JAX writes the running state back into the model's
+    variables; called after every step by the guard, it raced the next step's donation of
+    those buffers ("Buffer has been deleted or donated") and changed the person's run. What the
+    guard adds (as a fit begins and ends) is the same for 16 steps and for 64: nothing a step."""
+    env = {**os.environ, "GPUGUARD_SIMULATE": "8GiB", "KERAS_BACKEND": "jax"}
+    script = textwrap.dedent(STATE_SYNCS_ON_JAX).format(root=str(ROOT))
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=240
+    )
+    (line,) = [line for line in run.stdout.splitlines() if line.startswith("SYNCS ")]
+    plain_16, plain_64, guarded_16, guarded_64 = map(int, line.removeprefix("SYNCS ").split())
+    assert guarded_64 - plain_64 == guarded_16 - plain_16, line
