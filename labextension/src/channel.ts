@@ -60,11 +60,14 @@ export class ActionsChannel {
   }
 
   /**
-   * The last state record the kernel reported; kept when the kernel dies or restarts, for the
-   * post-mortem, until the next process of the kernel reports.
+   * The last state record the kernel reported, for the post-mortem of a kernel that died: kept
+   * when it dies, forgotten when a new process starts, and given out once (a later death of the
+   * next process is not this one's).
    */
-  get lastState(): IKernelState | null {
-    return this._lastState;
+  takeLastState(): IKernelState | null {
+    const state = this._lastState;
+    this._lastState = null;
+    return state;
   }
 
   /** The last state record of the kernel's running process; `null` once it died or restarted
@@ -189,6 +192,9 @@ export class ActionsChannel {
       this._reset('closed');
       this._reported.emit();
     } else {
+      if (status === 'starting') {
+        this._lastState = null; // a new process: what the last one said is not its
+      }
       this._changed.emit(); // busy or idle: the buttons follow
     }
   }

@@ -34,7 +34,7 @@ export function watchKernelDeaths(tracker: INotebookTracker, channels: ActionsCh
         stopLivePanels(panel, false);
         if (kernel && reported !== kernel.id) {
           reported = kernel.id;
-          void report(panel, kernel, channels.get(kernel).lastState);
+          void report(panel, kernel, channels.get(kernel).takeLastState());
         }
       } else if (status === 'busy') {
         reported = null; // a kernel that works again may die again
