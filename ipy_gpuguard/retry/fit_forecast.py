@@ -125,9 +125,9 @@ class FitForecaster:
     def fit_ended(self, model: Any) -> None:
         """Nothing to do: the forecast is made while the fit runs."""
 
-    def step_ended(self, model: Any) -> None:
-        """From the fit's own thread, between two steps: after the first, what the allocator
-        holds then is the fixed part. Never raises: an error of the guard's stops the forecast
+    def first_step_ended(self, model: Any) -> None:
+        """From the fit's own thread, between its first two steps: what the allocator holds
+        then is the fixed part. Never raises: an error of the guard's stops the forecast
         and is said in the panel."""
         fit = self._fit
         if fit is None or fit.fixed_bytes is not None or model is not fit.model:

@@ -101,7 +101,7 @@ class FitWatch:
     def fit_ended(self, model: Any) -> None:
         self.ended += 1
 
-    def step_ended(self, model: Any) -> None:
+    def first_step_ended(self, model: Any) -> None:
         """A search needs nothing of a step's end."""
 
     def epoch_ended(self, model: Any, epoch: int) -> None:

@@ -58,8 +58,7 @@ class KernelStateHandler(APIHandler):
     async def recorded(self, kernel_id: str) -> KernelState:
         """The kernel's state record, read off the event loop (a slow disk, or a file that is not
         one, holds up no other request); an HTTP error in a short sentence when there is none."""
-        if not KERNEL_ID.fullmatch(kernel_id):
-            raise web.HTTPError(400, "not a kernel id: letters, digits, - and _, at most 64")
+        _check_kernel_id(kernel_id)
         try:
             state = await asyncio.to_thread(read_state, state_path(self._runtime_dir, kernel_id))
         except ValueError as error:
@@ -88,8 +87,7 @@ class PostMortemHandler(KernelStateHandler):
     @web.authenticated
     @authorized
     async def post(self, kernel_id: str) -> None:
-        if not KERNEL_ID.fullmatch(kernel_id):
-            raise web.HTTPError(400, "not a kernel id: letters, digits, - and _, at most 64")
+        _check_kernel_id(kernel_id)
         body = self.request.body
         if len(body) > MAX_STATE_BYTES:
             raise web.HTTPError(413, "a state record is a few kB")
@@ -100,6 +98,11 @@ class PostMortemHandler(KernelStateHandler):
         if state.kernel_id not in (None, kernel_id):
             raise web.HTTPError(400, f"the record is kernel {state.kernel_id}'s, not {kernel_id}'s")
         self.finish(json.dumps(to_json(post_mortem(state)), allow_nan=False))
+
+
+def _check_kernel_id(kernel_id: str) -> None:
+    if not KERNEL_ID.fullmatch(kernel_id):
+        raise web.HTTPError(400, "not a kernel id: letters, digits, - and _, at most 64")
 
 
 def _pid(manager: Any, kernel_id: str) -> int | None:

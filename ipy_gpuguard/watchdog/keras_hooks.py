@@ -46,9 +46,9 @@ class FitWatcher(Protocol):
     def fit_ended(self, model: Any) -> None:
         """That ``fit`` ran to its end (a ``fit`` cut by an error never does)."""
 
-    def step_ended(self, model: Any) -> None:
-        """A training step of that ``fit`` ended; must never raise, and must cost next to
-        nothing, since it runs inside the person's ``fit`` after every step."""
+    def first_step_ended(self, model: Any) -> None:
+        """The first training step of that ``fit`` ended (told once a ``fit``, never after the
+        steps that follow); must never raise, since it runs inside the person's ``fit``."""
 
     def epoch_ended(self, model: Any, epoch: int) -> None:
         """An epoch of that ``fit`` ended (``epoch`` counts from 0); must never raise, since it
@@ -69,9 +69,9 @@ class FitWatchers:
         for watcher in self._watchers:
             watcher.fit_ended(model)
 
-    def step_ended(self, model: Any) -> None:
+    def first_step_ended(self, model: Any) -> None:
         for watcher in self._watchers:
-            watcher.step_ended(model)
+            watcher.first_step_ended(model)
 
     def epoch_ended(self, model: Any, epoch: int) -> None:
         for watcher in self._watchers:
@@ -234,6 +234,9 @@ def heartbeat_callback_class(base: type) -> type:
             super().__init__()
             self._recorder = recorder
             self._watcher = watcher
+            #: Whether the watcher has heard of this fit's first step: the per-step path then
+            #: costs the step recorder alone.
+            self._first_step_told = False
 
         def on_train_begin(self, logs: Any = None) -> None:
             self._recorder.begin_phase(_PHASES["train"])
@@ -265,8 +268,9 @@ def heartbeat_callback_class(base: type) -> type:
 
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
             self._recorder.step()
-            if self._watcher is not None:
-                self._watcher.step_ended(_unsynced_model(self))
+            if not self._first_step_told and self._watcher is not None:
+                self._first_step_told = True
+                self._watcher.first_step_ended(_unsynced_model(self))
 
         def on_test_batch_end(self, batch: int, logs: Any = None) -> None:
             self._recorder.step()

@@ -92,24 +92,20 @@ export class MeterItem extends Widget {
     const reading = this._model.reading;
     const kernelId = this._currentKernel.id();
     const devices = shownDevices(reading, kernelId, this._currentKernel.report());
-    const content: HTMLElement[] = [];
-    const remote = devices.find(device => device.kernelHost !== null);
     if (!reading || !devices.length) {
       // The reason is a sentence of its own ("no GPU telemetry: NVML …"): the tooltip's.
       const reason = reading?.reason ?? this._model.error ?? 'waiting for the server';
-      content.push(span('jp-GpuGuard-meter-none', reading ? 'no GPU' : 'GPU: …'));
+      this.node.replaceChildren(span('jp-GpuGuard-meter-none', reading ? 'no GPU' : 'GPU: …'));
       this.node.title = `ipy_gpuguard: ${reason}`;
-    } else if (remote) {
-      for (const device of devices) {
-        content.push(deviceMeter(device, devices.length > 1));
-      }
+      return;
+    }
+    const content = devices.map(device => deviceMeter(device, devices.length > 1));
+    const remote = devices.find(device => device.kernelHost !== null);
+    if (remote) {
       this.node.title =
         `GPU memory; this kernel runs on ${remote.kernelHost}, whose GPUs it reports itself ` +
         '(click for every GPU and kernel)';
     } else {
-      for (const device of devices) {
-        content.push(deviceMeter(device, devices.length > 1));
-      }
       const share = reading.kernels.find(k => k.kernel_id === kernelId);
       if (reading.attribution) {
         content.push(span('jp-GpuGuard-meter-kernel', 'this kernel: not attributable'));

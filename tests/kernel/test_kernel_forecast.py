@@ -18,11 +18,12 @@ import sys
 
 import pytest
 
-from ipy_gpuguard.protocol import CARD_MIME
-
 from .client import evaluate, execute, keras_kernel
+from .test_kernel_probes import cards
 
-pytestmark = [pytest.mark.kernel, pytest.mark.tensorflow]
+#: BFC waits for memory to be freed before it gives up (``AllocatorRetry``, 10 s an allocation,
+#: and no setting turns it off): an out-of-memory trial took 12 to 85 s here.
+pytestmark = [pytest.mark.kernel, pytest.mark.tensorflow, pytest.mark.timeout(900)]
 
 LIMIT_MB = 256
 SAMPLES = 1600
@@ -106,15 +107,6 @@ def true_largest_batch() -> int:
             fits = size
         size = int(fits * 1.04) + 1 if failed is None else (fits + failed) // 2
     return fits
-
-
-def cards(execution) -> list[dict]:
-    return [
-        json.loads(json.dumps(msg["content"]["data"][CARD_MIME]))
-        for msg in execution.iopub
-        if msg["msg_type"] in ("display_data", "update_display_data")
-        and CARD_MIME in msg["content"].get("data", {})
-    ]
 
 
 def test_the_forecast_at_a_quarter_and_the_search_from_four_times_the_largest_batch(tmp_path):
