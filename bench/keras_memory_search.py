@@ -34,6 +34,7 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from keras_search import Cell  # noqa: E402
 
+from ipy_gpuguard.retry.forecast import gradient_bytes  # noqa: E402
 from ipy_gpuguard.retry.search import BatchSearch, SearchSettings, Trial  # noqa: E402
 from ipy_gpuguard.telemetry.framework import FrameworkAllocators  # noqa: E402
 
@@ -90,14 +91,18 @@ class MemoryCell(Cell):
         return Activations(int(SHARE * CAPACITY / 4 / self.limit))
 
     def measured(self, size: int) -> Trial:
-        """A probe at ``size`` with the allocator's peak, read as the guard reads one."""
+        """A probe at ``size`` with the allocator's peak and the fixed part (what stays held
+        after it, and the gradients), read as the guard reads them."""
         allocators = FrameworkAllocators("CPU")
         allocators.reset_peaks([0])
         fits = self.probe(size)
         if not fits:  # what the guard does after a failure: tensors the failed step held go
             gc.collect()  # with it, or the next probe's peak counts them (~700 MB at 1,024)
         reading = allocators.read(0)
-        return Trial(size, fits, reading.peak_bytes if fits and reading else None)
+        if not fits or reading is None:
+            return Trial(size, fits)
+        fixed = reading.current_bytes + gradient_bytes(self.model)
+        return Trial(size, fits, reading.peak_bytes, fixed_bytes=fixed)
 
 
 def reserve() -> None:

@@ -121,7 +121,10 @@ def _judge(error: BaseException, ran: RunOutcome) -> RunOutcome:
 
 #: The guard's measurer: its training calls use the model's own step functions.
 MEASURER = Measurer(
-    PeakReader(lambda: None, lambda: None), _judge, contextlib.nullcontext, contextlib.nullcontext
+    PeakReader(lambda: None, lambda: None, lambda: None),
+    _judge,
+    contextlib.nullcontext,
+    contextlib.nullcontext,
 )
 
 

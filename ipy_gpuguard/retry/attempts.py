@@ -173,7 +173,14 @@ class CellRetry:
         self.attempts.append(attempt)
         one_batch = watch.one_batch if watch is not None else size >= self._samples()
         self.search.record(
-            Trial(size, attempt.fits, outcome.peak_bytes, outcome.fit_fraction, one_batch)
+            Trial(
+                size,
+                attempt.fits,
+                outcome.peak_bytes,
+                outcome.fit_fraction,
+                one_batch,
+                fixed_bytes=outcome.fixed_bytes,
+            )
             if outcome.out_of_memory or attempt.fits
             else Trial(size, False)
         )

@@ -15,7 +15,6 @@ changes, and nothing runs on their behalf.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -23,7 +22,7 @@ from typing import Any
 from ..record.forecast import Basis, Forecast
 from ..watchdog.progress import StepRecorder
 from .compiled_step import keras_on_jax, keras_only, step_need_bytes
-from .forecast import MemoryLine, forecast_from_line, project_growth
+from .forecast import MemoryLine, forecast_from_line, gradient_bytes, project_growth
 from .probe import replicas_of
 
 #: Training steps after which the allocator's peak is read: the first traces and compiles the
@@ -202,36 +201,6 @@ def fit_batch_size(arguments: Mapping[str, Any]) -> int | None:
         return batch
     x = arguments.get("x")
     return KERAS_DEFAULT_BATCH if _is_array(x) else None
-
-
-def gradient_bytes(model: Any) -> int:
-    """The bytes of the gradients of the model's trainable weights, which each step makes.
-
-    Read from shapes and dtypes, never from values (reading a value would copy it)."""
-    return _bytes_of(getattr(model, "trainable_weights", ()))
-
-
-def _bytes_of(variables: Any) -> int:
-    total = 0
-    for variable in variables if isinstance(variables, list | tuple) else ():
-        shape = getattr(variable, "shape", None)
-        itemsize = _itemsize(getattr(variable, "dtype", None))
-        if shape is None or itemsize is None:
-            continue
-        dimensions = [int(d) for d in shape if d is not None]
-        total += math.prod(dimensions) * itemsize
-    return total
-
-
-_ITEMSIZES = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2}
-
-
-def _itemsize(dtype: Any) -> int | None:
-    size = getattr(dtype, "size", None) or getattr(dtype, "itemsize", None)
-    if isinstance(size, int):
-        return size
-    name = getattr(dtype, "name", dtype)
-    return _ITEMSIZES.get(str(name))
 
 
 def _is_array(x: Any) -> bool:

@@ -19,9 +19,11 @@ does not see (fragmentation, the allocator's rounding).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import Any
 
 from ..record.forecast import Basis, Forecast, Growth
 
@@ -107,3 +109,33 @@ def project_growth(
     if epochs is not None and fills_at > epochs:
         return Growth(rate, None)
     return Growth(rate, fills_at)
+
+
+def gradient_bytes(model: Any) -> int:
+    """The bytes of the gradients of the model's trainable weights, which each step makes.
+
+    Read from shapes and dtypes, never from values (reading a value would copy it)."""
+    return _bytes_of(getattr(model, "trainable_weights", ()))
+
+
+def _bytes_of(variables: Any) -> int:
+    total = 0
+    for variable in variables if isinstance(variables, list | tuple) else ():
+        shape = getattr(variable, "shape", None)
+        itemsize = _itemsize(getattr(variable, "dtype", None))
+        if shape is None or itemsize is None:
+            continue
+        dimensions = [int(d) for d in shape if d is not None]
+        total += math.prod(dimensions) * itemsize
+    return total
+
+
+_ITEMSIZES = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2}
+
+
+def _itemsize(dtype: Any) -> int | None:
+    size = getattr(dtype, "size", None) or getattr(dtype, "itemsize", None)
+    if isinstance(size, int):
+        return size
+    name = getattr(dtype, "name", dtype)
+    return _ITEMSIZES.get(str(name))

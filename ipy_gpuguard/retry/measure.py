@@ -24,6 +24,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .forecast import gradient_bytes
 from .outcome import RunOutcome
 from .state import KeptState
 
@@ -118,10 +119,12 @@ Judge = Callable[[BaseException, RunOutcome], RunOutcome]
 
 @dataclass(frozen=True)
 class PeakReader:
-    """Reads the framework allocator's peak over one probe: ``reset`` before, ``read`` after."""
+    """Reads the framework allocator's peak over one probe: ``reset`` before, ``read`` after;
+    ``held``: the bytes it holds now, on the device whose peak ``read`` gives."""
 
     reset: Callable[[], None]
     read: Callable[[], int | None]
+    held: Callable[[], int | None]
 
 
 @dataclass
@@ -155,7 +158,7 @@ class Measurer:
             self.peak.reset()
             with self.let_through() as noted:
                 _train(call, size, 1 + self.steps)
-            outcome = replace(outcome, peak_bytes=self.peak.read())
+            outcome = replace(outcome, peak_bytes=self.peak.read(), fixed_bytes=self._fixed(call))
         except KeyboardInterrupt:
             outcome = replace(outcome, finished=False, interrupted=True)
         except Exception as error:
@@ -169,6 +172,13 @@ class Measurer:
         if getattr(noted, "received", False) or getattr(held, "received", False):
             outcome = replace(outcome, finished=False, interrupted=True, error=None)
         return outcome
+
+    def _fixed(self, call: FitCall) -> int | None:
+        """What does not grow with the batch, as the forecast counts it: what the allocator
+        holds after the probe's steps (weights, optimizer slots, the person's other tensors)
+        and the gradients each step makes."""
+        held = self.peak.held()
+        return None if held is None else held + gradient_bytes(call.model)
 
 
 def _train(call: FitCall, size: int, steps: int) -> None:

@@ -6,13 +6,15 @@ A search for the largest size with the device's capacity known steps down an eig
 its memory model climbs back from any size that fits in the same two runs, and each halving
 above the cliff costs one.
 
-Up, with ``find_max``: the forecast's line of memory in the batch size (:mod:`.forecast`),
-through the allocator peaks of the two smallest runs that fitted, proposes the size that keeps
-half the margin free, and nothing above it is tried; the bracket of the largest
-size that fitted and the smallest that failed disposes. One peak gives a line through the
-origin, which underestimates when part of the memory does not grow with the batch (weights,
-optimizer state), so its proposal fits and gives the second point; a run already near capacity
-is followed by one step up instead. A proposal that fails shows memory is not
+Up, with ``find_max``: the forecast's line of memory in the batch size (:mod:`.forecast`)
+proposes the size that keeps half the margin free, and nothing above it is tried. A measurement
+of the guard's reads the fixed part of its peak, which gives a line through that one peak (the
+smallest proposal of those lines is taken, as peaks vary from run to run). Whole runs of the
+cell give peaks only: the line is through the peaks of the two smallest sizes that fitted. One peak gives a line through the origin, which
+underestimates when part of the memory does not grow with the batch (weights, optimizer state),
+so its proposal fits and gives the second point; a run already near capacity is followed by one
+step up instead. In both, the bracket of the largest size that fitted and the smallest that
+failed disposes. A proposal that fails shows memory is not
 linear here, and the search bisects from then on (a bracket wider than twofold by ratio, not
 by size). No step up goes past eight times the largest size that fitted, whatever the model
 says. Before any size above the largest that fitted has failed (a search from a cell that
@@ -60,6 +62,8 @@ class Trial:
     all_data: bool = False  # one batch held all the training data: a larger one is the same
     #: The forecast's largest batch for a run that did not fit (it errs small).
     foreseen: int | None = None
+    #: For a measurement that fitted: the part of its peak that does not grow with the batch.
+    fixed_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -180,9 +184,9 @@ class BatchSearch:
             return None
         if self._uses_the_device(lo) or self._holds_all_data(lo):
             return None
-        proposal, points = self._model_proposal()
+        proposal, sure = self._model_proposal()
         if proposal is not None and proposal <= lo:
-            if points >= 2:
+            if sure:
                 return None  # the model puts lo within the margin of the device's capacity
             proposal = lo + self._unit(lo)  # near capacity: one step up
         ceiling = MAX_BATCH_SIZE if hi is None else hi
@@ -231,29 +235,49 @@ class BatchSearch:
             return False
         return peak >= (1 - self.settings.margin / 2) * capacity
 
-    def _model_proposal(self) -> tuple[int | None, int]:
-        """The model's size to try, and how many peaks it rests on (0: no model).
+    def _model_proposal(self) -> tuple[int | None, bool]:
+        """The model's size to try, and whether the model is sure of its line (``None``,
+        ``False``: no model).
 
-        The model is the forecast's line (:mod:`.forecast`), kept half the margin (the person's
-        ``--margin``) below the device's capacity. Through one peak it is a line through the
-        origin: a lower bound where memory grows linearly, so the size it proposes fits and
-        gives the second peak. Through two, it is the line through the two *smallest* sizes that
-        fitted: near the capacity the allocator hands out free chunks whole, and the peaks of
-        the largest sizes level off (a plateau whose line would send the search past the cliff).
+        Where a measurement read the fixed part of its peak (what stayed held after it, and the
+        gradients), each such size gives the forecast's line (:meth:`MemoryLine.measured`), and
+        the model is the smallest of their largest batches, kept half the margin (the person's
+        ``--margin``) below the device's capacity. Peaks of one size vary from run to run by a
+        few percent (which chunks the allocator hands out whole depends on the order in which
+        tensors are freed); a line through one peak and a fixed part read apart carries that
+        variation once, where a line through two peaks multiplies it by their sizes' ratio.
+
+        Otherwise (whole runs of the cell) the line is through peaks, kept half the margin (the
+        person's ``--margin``) below the device's capacity. Through one peak it is a line
+        through the origin: a lower bound where memory grows linearly, so the size it proposes
+        fits and gives the second peak. Through two, it is the line through the two *smallest*
+        sizes that fitted: near the capacity the allocator hands out free chunks whole, and the
+        peaks of the largest sizes level off (a plateau whose line would send the search past
+        the cliff).
         """
         capacity = self.settings.capacity_bytes
         if capacity is None or self._model_failed:
-            return None, 0
-        peaks = {t.size: t.peak_bytes for t in self.trials if t.fits and t.peak_bytes}
+            return None, False
+        fitted = [t for t in self.trials if t.fits and t.peak_bytes]
+        measured = [
+            MemoryLine.measured(t.size, t.peak_bytes, t.fixed_bytes)
+            for t in fitted
+            if t.peak_bytes and t.fixed_bytes is not None
+        ]
+        lines = [line for line in measured if line is not None]
         headroom = self.settings.margin / 2
+        if lines:
+            largest = min(line.largest_batch(capacity, headroom) for line in lines)
+            return self._round_down(largest), True
+        peaks = {t.size: t.peak_bytes for t in fitted if t.peak_bytes}
         if len(peaks) == 1:
             ((size, peak),) = peaks.items()
             line: MemoryLine | None = MemoryLine(0, peak / size)
         else:
             line = MemoryLine.through({size: peaks[size] for size in sorted(peaks)[:2]})
         if line is None:
-            return None, 0
-        return self._round_down(line.largest_batch(capacity, headroom)), min(len(peaks), 2)
+            return None, False
+        return self._round_down(line.largest_batch(capacity, headroom)), len(peaks) >= 2
 
     @property
     def _multiple_of_8(self) -> bool:

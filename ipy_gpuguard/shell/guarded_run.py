@@ -13,7 +13,14 @@ from ..diagnosis import DeviceMemory
 from ..record import FailedRun, Forecast, PanelView, WatchView
 from ..retry.fit_forecast import FitForecaster
 from ..retry.measure import PeakReader
-from ..telemetry import DeviceBackend, DeviceInfo, FrameworkAllocators, Sample, Sampler
+from ..telemetry import (
+    AllocatorReading,
+    DeviceBackend,
+    DeviceInfo,
+    FrameworkAllocators,
+    Sample,
+    Sampler,
+)
 from ..telemetry.framework import tensorflow_settings
 from ..ui.summary import PanelSummary
 from ..watchdog import (
@@ -271,12 +278,20 @@ class GuardedRun:
         the devices this run watched (the fullest one, as :meth:`allocator_peak_bytes`)."""
         indices = [info.index for info in self._devices]
 
-        def read() -> int | None:
+        def fullest() -> AllocatorReading | None:
             readings = [self._allocators.read(index) for index in indices]
-            known = [reading.peak_bytes for reading in readings if reading is not None]
-            return max(known) if known else None
+            known = [reading for reading in readings if reading is not None]
+            return max(known, key=lambda reading: reading.peak_bytes) if known else None
 
-        return PeakReader(lambda: self._allocators.reset_peaks(indices), read)
+        def read() -> int | None:
+            reading = fullest()
+            return None if reading is None else reading.peak_bytes
+
+        def held() -> int | None:
+            reading = fullest()
+            return None if reading is None else reading.current_bytes
+
+        return PeakReader(lambda: self._allocators.reset_peaks(indices), read, held)
 
     def allocator_bytes(self) -> int | None:
         """The framework allocators' current bytes over the watched devices; ``None`` if unread."""

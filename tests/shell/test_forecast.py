@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from IPython.core.error import UsageError
 
-from ipy_gpuguard.retry.fit_forecast import MEASURED_AFTER, fit_batch_size, gradient_bytes
+from ipy_gpuguard.retry.fit_forecast import MEASURED_AFTER, fit_batch_size
+from ipy_gpuguard.retry.forecast import gradient_bytes
 
 ROOT = Path(__file__).parent.parent.parent
 
