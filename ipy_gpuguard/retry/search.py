@@ -10,17 +10,17 @@ Up, with ``find_max``: the forecast's line of memory in the batch size (:mod:`.f
 proposes the size that keeps half the margin free, and nothing above it is tried. A measurement
 of the guard's reads the fixed part of its peak, which gives a line through that one peak (the
 smallest proposal of those lines is taken, as peaks vary from run to run). Whole runs of the
-cell give peaks only: the line is through the peaks of the two smallest sizes that fitted. One peak gives a line through the origin, which
-underestimates when part of the memory does not grow with the batch (weights, optimizer state),
-so its proposal fits and gives the second point; a run already near capacity is followed by one
-step up instead. In both, the bracket of the largest size that fitted and the smallest that
-failed disposes. A proposal that fails shows memory is not
-linear here, and the search bisects from then on (a bracket wider than twofold by ratio, not
-by size). No step up goes past eight times the largest size that fitted, whatever the model
-says. Before any size above the largest that fitted has failed (a search from a cell that
-fits), the model proposes, or the size doubles. It stops when the
-largest size that fitted is within ``margin`` of a size that failed, or of the model's limit;
-the last run is always at the size it returns, so the cell's variables are that run's.
+cell give peaks only: the line is through the peaks of the two smallest sizes that fitted. One
+peak gives a line through the origin, which underestimates when part of the memory does not
+grow with the batch (weights, optimizer state), so its proposal fits and gives the second
+point; a run already near capacity is followed by one step up instead. In both, the bracket of
+the largest size that fitted and the smallest that failed disposes. A proposal that fails
+shows memory is not linear here, and the search bisects from then on (a bracket wider than
+twofold by ratio, not by size). No step up goes past eight times the largest size that fitted,
+whatever the model says. Before any size above the largest that fitted has failed (a search
+from a cell that fits), the model proposes, or the size doubles. It stops when the largest size
+that fitted is within ``margin`` of a size that failed, or of the model's limit; the last run
+is always at the size it returns, so the cell's variables are that run's.
 
 Sizes stay multiples of 8 where the first size was one (of 4, 2, 1 below 160, 80, 40, so that
 rounding costs at most 5%), divisors of the effective batch when that must stay the same, and
