@@ -53,8 +53,9 @@ class FitForecaster:
 
     Parameters
     ----------
-    capacity_bytes
-        The smallest watched device's memory: the one that runs out first.
+    read_capacity
+        The memory the allocator may take of the smallest watched device, the one that runs out
+        first: read as the fit begins, when the framework has set up its allocator.
     read_peak
         The allocator's peak so far in the cell, on the fullest watched device.
     read_held
@@ -66,13 +67,14 @@ class FitForecaster:
     def __init__(
         self,
         steps: StepRecorder,
-        capacity_bytes: int | None,
+        read_capacity: Callable[[], int | None],
         read_peak: Callable[[], int | None],
         read_held: Callable[[], int | None],
         made: Callable[[Forecast], None] = lambda forecast: None,
     ) -> None:
         self._steps = steps
-        self._capacity = capacity_bytes
+        self._read_capacity = read_capacity
+        self._capacity: int | None = None
         self._read_peak = read_peak
         self._read_held = read_held
         self._made = made
@@ -89,6 +91,11 @@ class FitForecaster:
             return
         batch = fit_batch_size(arguments)
         if batch is None:
+            return
+        try:
+            self._capacity = self._read_capacity()
+        except Exception as error:  # the guard's own, never the person's
+            self.error = f"{type(error).__name__}: {error}"
             return
         replicas = replicas_of(model)
         epochs = arguments.get("epochs")

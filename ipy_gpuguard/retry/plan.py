@@ -50,6 +50,7 @@ def plan_retry(
     replicas: int = 1,
     watch: FitWatch | None = None,
     forecast: Forecast | None = None,
+    capacity_bytes: int | None = None,
 ) -> RetryRequest:
     """The retries of ``cell``: its batch size, the first size to try, what the card says.
 
@@ -58,8 +59,7 @@ def plan_retry(
     failing
         The cell's frames as it failed, outermost first (:func:`.frames.cell_frames`).
     device_bytes
-        Memory of each watched device: the capacity the search aims under, and the device
-        part of the remembered sizes' key.
+        Memory of each watched device: the device part of the remembered sizes' key.
     baseline_bytes
         The allocator's bytes before the cell: what memory must come back to between attempts.
     replicas
@@ -69,6 +69,10 @@ def plan_retry(
     forecast
         What the guard foresaw of the failed fit: its largest batch is the first size tried,
         where it foresaw one below the cell's (it errs small, so the retry does not fail again).
+    capacity_bytes
+        What the framework's allocator may take of the smallest device, which the search aims
+        under: less than the device where the allocator is held to less (JAX's pool); the
+        smallest of ``device_bytes`` where not given.
     """
     fit_fraction = diagnosis.facts.get("fit_fraction")
     fraction = fit_fraction if isinstance(fit_fraction, float) else None
@@ -84,6 +88,7 @@ def plan_retry(
         runners,
         replicas,
         watch,
+        capacity_bytes,
     )
     retry = request.retry
     if retry is None:
@@ -121,9 +126,10 @@ def plan_search(
     baseline_bytes: int | None,
     memory: BatchMemory | None,
     runners: Runners,
+    capacity_bytes: int | None = None,
 ) -> RetryRequest:
     """A search for the largest batch of ``cell``, whose whole run fitted with the allocator
-    peaking at ``peak_bytes``, as ``fitted`` watched it."""
+    peaking at ``peak_bytes``, as ``fitted`` watched it (the rest as :func:`plan_retry`)."""
     request = _request(
         cell,
         settings,
@@ -136,6 +142,7 @@ def plan_search(
         runners,
         fitted.replicas,
         fitted,
+        capacity_bytes,
     )
     return replace(request, search_only=True)
 
@@ -152,6 +159,7 @@ def _request(
     runners: Runners,
     replicas: int,
     watch: FitWatch | None,
+    capacity_bytes: int | None,
 ) -> RetryRequest:
     """The cell's batch size and the retry that changes it, or why there is none."""
     finding = find_batch_size(cell, settings.batch_var, frames)
@@ -176,7 +184,7 @@ def _request(
         finding=finding,
         current_size=current,
         first_trial=first_trial(current),
-        capacity_bytes=min(device_bytes) if device_bytes else None,
+        capacity_bytes=capacity_bytes or (min(device_bytes) if device_bytes else None),
         baseline_bytes=baseline_bytes,
         min_batch=settings.min_batch,
         margin=settings.margin,

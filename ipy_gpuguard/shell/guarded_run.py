@@ -116,10 +116,9 @@ class GuardedRun:
         self._stop_heard = StopHeard()
         self.steps = StepRecorder()
         self.pending_work = PendingWork(frozenset())  # JAX's arrays as the cell starts
-        capacities = [info.total_bytes for info in self._devices if info.total_bytes]
         self.forecaster = FitForecaster(
             self.steps,
-            min(capacities) if capacities else None,
+            self.capacity_bytes,
             self._allocator_peak_now,
             self.allocator_bytes,
             self._forecast_made,
@@ -276,22 +275,31 @@ class GuardedRun:
     def probe_peaks(self) -> PeakReader:
         """Reads the allocator's peak over one of the guard's own measurements of a size, on
         the devices this run watched (the fullest one, as :meth:`allocator_peak_bytes`)."""
-        indices = [info.index for info in self._devices]
-
-        def fullest() -> AllocatorReading | None:
-            readings = [self._allocators.read(index) for index in indices]
-            known = [reading for reading in readings if reading is not None]
-            return max(known, key=lambda reading: reading.peak_bytes) if known else None
-
-        def read() -> int | None:
-            reading = fullest()
-            return None if reading is None else reading.peak_bytes
 
         def held() -> int | None:
-            reading = fullest()
+            reading = self._fullest_allocator()
             return None if reading is None else reading.current_bytes
 
-        return PeakReader(lambda: self._allocators.reset_peaks(indices), read, held)
+        indices = [info.index for info in self._devices]
+        return PeakReader(
+            lambda: self._allocators.reset_peaks(indices), self._allocator_peak_now, held
+        )
+
+    def capacity_bytes(self) -> int | None:
+        """The memory of the smallest watched device that the framework's allocator may take:
+        the device's own, or less where the allocator is held to less (JAX's pool)."""
+        capacities = []
+        for info in self._devices:
+            limit = self._allocators.limit_bytes(info.index)
+            known = [size for size in (info.total_bytes, limit) if size]
+            if known:
+                capacities.append(min(known))
+        return min(capacities) if capacities else None
+
+    def _fullest_allocator(self) -> AllocatorReading | None:
+        readings = [self._allocators.read(info.index) for info in self._devices]
+        known = [reading for reading in readings if reading is not None]
+        return max(known, key=lambda reading: reading.peak_bytes) if known else None
 
     def allocator_bytes(self) -> int | None:
         """The framework allocators' current bytes over the watched devices; ``None`` if unread."""
@@ -334,10 +342,10 @@ class GuardedRun:
             print(f"ipy_gpuguard: {forecast_line(forecast)}", file=sys.stderr)
 
     def _allocator_peak_now(self) -> int | None:
-        """The allocator's peak so far in the cell, on the fullest watched device."""
-        readings = [self._allocators.read(info.index) for info in self._devices]
-        known = [reading.peak_bytes for reading in readings if reading is not None]
-        return max(known) if known else None
+        """The allocator's peak since its last reset, on the fullest watched device; ``None``
+        where it is not known (JAX's, until it passes its earlier mark)."""
+        reading = self._fullest_allocator()
+        return reading.peak_bytes if reading is not None and reading.peak_known else None
 
     def _stall_changed(self) -> None:
         """From the watchdog thread: a stall began, goes on or ended."""

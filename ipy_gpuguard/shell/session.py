@@ -410,6 +410,7 @@ class GuardSession:
                 finished.watch.replicas if finished.watch is not None else 1,
                 finished.watch,
                 failed_run.forecast,
+                finished.run.capacity_bytes(),
             )
 
         def present(
@@ -479,6 +480,7 @@ class GuardSession:
             finished.run.failed_run(finished.view).allocator_baseline_bytes,
             self.batch_memory,
             self._runners(finished),
+            finished.run.capacity_bytes(),
         )
         retry = request.retry
         if retry is None:

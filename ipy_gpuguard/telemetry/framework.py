@@ -44,6 +44,8 @@ class FrameworkAllocators:
         self._device_type = device_type
         self._modules = sys.modules if modules is None else modules
         self._reported: set[str] = set()
+        #: JAX's high-water mark on each device at the last reset, which it cannot make itself.
+        self._jax_marks: dict[int, int] = {}
 
     def read(self, index: int) -> AllocatorReading | None:
         """The allocator's current and peak bytes on device ``index``, or ``None``."""
@@ -62,21 +64,50 @@ class FrameworkAllocators:
             peak = self._quiet("torch max_memory_allocated", torch_cuda.max_memory_allocated, index)
             if current is not None and peak is not None:
                 return AllocatorReading("PyTorch", int(current), int(peak))
-        device = self._jax_device(index)
-        if device is not None:
-            stats = self._quiet("JAX memory_stats", device.memory_stats) or {}
-            if "bytes_in_use" in stats:
-                # JAX's own peak counts from the start of the process and cannot be reset: the
-                # cell's peak is the highest of its samples (the sampler keeps it).
-                in_use = int(stats["bytes_in_use"])
-                return AllocatorReading("JAX", in_use, in_use)
+        stats = self._jax_stats(index)
+        if "bytes_in_use" in stats:
+            # JAX's own peak counts from the start of the process and cannot be reset: it is the
+            # cell's once it passes the mark found at the reset; before that, only the bytes in
+            # use are known.
+            in_use = int(stats["bytes_in_use"])
+            mark = int(stats.get("peak_bytes_in_use", 0))
+            if index in self._jax_marks and mark > self._jax_marks[index]:
+                return AllocatorReading("JAX", in_use, mark)
+            return AllocatorReading("JAX", in_use, in_use, peak_known=False)
         return None
 
+    def limit_bytes(self, index: int) -> int | None:
+        """The most the framework's allocator may take of device ``index``, where it says so:
+        JAX's pool (75% of the GPU unless ``XLA_PYTHON_CLIENT_MEM_FRACTION`` says otherwise),
+        or a memory limit set on TensorFlow's logical device. ``None`` elsewhere: the device's
+        own memory is the limit."""
+        stats = self._jax_stats(index)
+        if "bytes_limit" in stats:
+            return int(stats["bytes_limit"])
+        tensorflow = self._tensorflow() if self._device_type == "GPU" else None
+        if tensorflow is None:
+            return None
+        gpus = self._quiet("TensorFlow GPUs", tensorflow.config.list_physical_devices, "GPU") or ()
+        if index >= len(gpus):
+            return None
+        configured = self._quiet(
+            "TensorFlow logical devices",
+            tensorflow.config.get_logical_device_configuration,
+            gpus[index],
+        )
+        limits = [getattr(config, "memory_limit", None) for config in configured or ()]
+        megabytes = [limit for limit in limits if isinstance(limit, int | float)]
+        if not megabytes or len(megabytes) < len(limits):
+            return None  # a logical device without a limit may take the whole GPU
+        return int(sum(megabytes)) * 2**20  # megabytes, as TensorFlow takes them
+
     def reset_peaks(self, indices: Iterable[int]) -> None:
-        """Start the allocators' peak counters afresh, so that a cell's peak is its own."""
+        """Start the allocators' peak counters afresh, so that a cell's peak is its own; for
+        JAX, note the mark to pass (none yet, before JAX has set up its backends)."""
         tensorflow = self._tensorflow()
         torch_cuda = self._torch_cuda()
         for index in indices:
+            self._jax_marks[index] = int(self._jax_stats(index).get("peak_bytes_in_use", 0))
             if tensorflow is not None:
                 self._quiet(
                     "TensorFlow reset_memory_stats",
@@ -103,6 +134,12 @@ class FrameworkAllocators:
         cuda = getattr(torch, "cuda", None)
         # is_initialized() is false until torch itself has created a CUDA context
         return cuda if cuda is not None and self._quiet("torch", cuda.is_initialized) else None
+
+    def _jax_stats(self, index: int) -> dict[str, Any]:
+        device = self._jax_device(index)
+        if device is None:
+            return {}
+        return self._quiet("JAX memory_stats", device.memory_stats) or {}
 
     def _jax_device(self, index: int) -> Any:
         """JAX's GPU ``index``, once JAX has set up its backends (asking earlier would set them

@@ -46,12 +46,16 @@ class AllocatorReading:
     """What a framework's allocator holds on one device.
 
     ``peak_bytes`` is the allocator's own high-water mark since the cell started, so a short
-    spike between two samples is still seen.
+    spike between two samples is still seen. ``peak_known`` is false where the allocator's mark
+    cannot be started afresh (JAX's counts from the start of the process) and the cell has not
+    passed the mark it found: then ``peak_bytes`` is only the bytes in use now, and a step's
+    temporaries, which live for milliseconds, are missing from it.
     """
 
     framework: str
     current_bytes: int
     peak_bytes: int
+    peak_known: bool = True
 
 
 @dataclass(frozen=True)

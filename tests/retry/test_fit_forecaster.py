@@ -1,0 +1,58 @@
+"""The forecaster's readings, with the allocator's answers given: what it reads when, and what
+it does with a peak it cannot know."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ipy_gpuguard.record.forecast import Basis
+from ipy_gpuguard.retry.fit_forecast import MEASURED_AFTER, FitForecaster
+from ipy_gpuguard.watchdog.progress import StepRecorder
+
+MiB = 2**20
+
+
+class Model:
+    """A model of no framework: its weights are what :func:`gradient_bytes` reads."""
+
+    trainable_weights = ()
+
+
+def fit(forecaster: FitForecaster, steps: StepRecorder, model: Model) -> None:
+    forecaster.fit_began(model, {"x": np.zeros((1024, 8)), "batch_size": 64}, 16)
+    steps.step()
+    forecaster.first_step_ended(model)
+    for _ in range(MEASURED_AFTER - 1):
+        steps.step()
+
+
+def test_the_capacity_is_read_as_the_fit_begins_when_the_allocator_is_set_up():
+    """JAX sets up its pool (75% of the GPU, or its memory fraction) when the cell first uses
+    it: a capacity read as the cell starts would be the device's whole memory."""
+    capacity = {"bytes": None}
+    steps = StepRecorder()
+    forecaster = FitForecaster(
+        steps, lambda: capacity["bytes"], read_peak=lambda: 200 * MiB, read_held=lambda: 10 * MiB
+    )
+    capacity["bytes"] = 2048 * MiB  # the pool, set up by the person's first arrays
+    model = Model()
+    fit(forecaster, steps, model)
+    forecast = forecaster.look()
+    assert forecast is not None
+    assert forecast.basis is Basis.MEASURED
+    assert forecast.capacity_bytes == 2048 * MiB
+    per_sample = (200 - 10) * MiB / 64
+    assert forecast.largest_batch == int((2048 - 10) * MiB * 0.92 // per_sample)
+
+
+def test_a_peak_the_allocator_cannot_tell_makes_no_forecast():
+    """JAX's high-water mark counts from the start of the process: until the cell passes it the
+    peak is unknown, and the bytes in use between steps miss the step's temporaries; a line
+    through them would put a crash's batch in the forecast."""
+    steps = StepRecorder()
+    forecaster = FitForecaster(
+        steps, lambda: 2048 * MiB, read_peak=lambda: None, read_held=lambda: 10 * MiB
+    )
+    fit(forecaster, steps, Model())
+    assert forecaster.look() is None
+    assert forecaster.error is None
