@@ -3,7 +3,8 @@
 On JAX the forecast is made before the first step, from XLA's analysis of the compiled train
 step at the cell's batch and at half of it (:func:`~ipy_gpuguard.retry.compiled_step.
 step_need_bytes`), a line through the two kept :data:`~ipy_gpuguard.retry.forecast.HEADROOM`
-below the device. Here, for each model of both zoos, T is the largest batch whose compiled step
+below the device, checked at the largest batch it gives (:func:`~ipy_gpuguard.retry.forecast.
+compiled_line`). Here, for each model of both zoos, T is the largest batch whose compiled step
 XLA says needs no more than the capacity (bisection over compiled sizes, nothing run), and the
 forecast is the guard's from a cell at T//4: its error against T is what the line and the
 headroom cost, not an allocator's behaviour (JAX on the CPU has no allocator limit to fail
@@ -28,7 +29,7 @@ from forecast import held_out
 from forecast_truth import MODELS, by_name
 
 from ipy_gpuguard.retry.compiled_step import step_need_bytes
-from ipy_gpuguard.retry.forecast import MemoryLine
+from ipy_gpuguard.retry.forecast import MemoryLine, compiled_line
 
 
 def largest_within(need: Callable[[int], int], capacity: int) -> int:
@@ -62,9 +63,8 @@ def row(name: str, capacity: int) -> tuple[str, int, int, float]:
         return needs[batch]
 
     truth = largest_within(need, capacity)
-    cell = truth // 4
-    line = MemoryLine.through({cell // 2: need(cell // 2), cell: need(cell)})
-    forecast = 0 if line is None else line.largest_batch(capacity)
+    made = compiled_line(need, truth // 4, capacity)
+    forecast = 0 if made is None else made[1]
     return entry.family, truth, forecast, (forecast - truth) / truth
 
 

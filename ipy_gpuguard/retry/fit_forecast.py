@@ -3,7 +3,8 @@
 The heartbeat tells the :class:`FitForecaster` when the fit begins (its model and its batch
 size) and when each epoch ends. Where XLA compiles the step (Keras 3 on JAX) and the model is
 Keras' own code alone, the forecast is made as the fit begins, before the first step, from XLA's
-analysis of the step at the cell's batch and half of it (:mod:`.compiled_step`). Elsewhere the
+analysis of the step at the cell's batch and half of it, checked at the largest batch they give
+(:mod:`.compiled_step`, :func:`.forecast.compiled_line`). Elsewhere the
 sampler's thread asks it to :meth:`~FitForecaster.look` at each sample: once
 :data:`MEASURED_AFTER` steps have run, the allocator's peak over them is the line of
 :mod:`.forecast` through one point, whose fixed part is what the allocator holds between the
@@ -22,7 +23,13 @@ from typing import Any
 from ..record.forecast import Basis, Forecast
 from ..watchdog.progress import StepRecorder
 from .compiled_step import keras_on_jax, keras_only, step_need_bytes
-from .forecast import MemoryLine, forecast_from_line, gradient_bytes, project_growth
+from .forecast import (
+    MemoryLine,
+    compiled_line,
+    forecast_from_line,
+    gradient_bytes,
+    project_growth,
+)
 from .probe import replicas_of
 
 #: Training steps after which the allocator's peak is read: the first traces and compiles the
@@ -115,16 +122,20 @@ class FitForecaster:
 
     def _compiled(self, fit: _Fit, arguments: Mapping[str, Any]) -> None:
         """The forecast before the first step, from XLA's analysis of the step at the cell's
-        batch and at half of it; not where the data batches itself."""
+        batch, at half of it, and at the largest batch they give (:func:`.forecast.
+        compiled_line`); not where the data batches itself."""
         x, y = arguments.get("x"), arguments.get("y")
         if not _is_array(x) or fit.device_batch < 2 or self._capacity is None:
             return
-        sizes = (fit.device_batch // 2, fit.device_batch)
-        needs = {size: step_need_bytes(fit.model, x, y, size) for size in sizes}
-        line = MemoryLine.through(needs)
-        if line is None:
+        made = compiled_line(
+            lambda size: step_need_bytes(fit.model, x, y, size), fit.device_batch, self._capacity
+        )
+        if made is None:
             return
-        forecast = forecast_from_line(line, fit.device_batch, self._capacity, Basis.COMPILED, 0)
+        line, largest = made
+        forecast = forecast_from_line(
+            line, fit.device_batch, self._capacity, Basis.COMPILED, 0, largest
+        )
         self.forecast = _in_cell_batches(forecast, fit.replicas)
         self._made(self.forecast)
 

@@ -6,7 +6,14 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from ipy_gpuguard.record.forecast import Basis, Growth
-from ipy_gpuguard.retry.forecast import HEADROOM, MemoryLine, forecast_from_line, project_growth
+from ipy_gpuguard.retry.forecast import (
+    COMPILED_CHECKS,
+    HEADROOM,
+    MemoryLine,
+    compiled_line,
+    forecast_from_line,
+    project_growth,
+)
 
 MiB = 1 << 20
 
@@ -49,6 +56,61 @@ def test_a_measured_line_that_misses_some_of_the_fixed_part_errs_small(
     seen = MemoryLine.measured(batch, truth.peak_at(batch), int(counted * fixed * MiB))
     assert seen is not None
     assert seen.largest_batch(capacity) <= truth.largest_batch(capacity)
+
+
+class Compiled:
+    """XLA's need of a step at each batch size: a line that jumps by ``jump`` above ``at``, as
+    XLA lays a buffer out otherwise for larger batches; counts what it was asked."""
+
+    def __init__(self, fixed: int, per_sample: int, jump: int = 0, at: int = 0) -> None:
+        self.fixed, self.per_sample, self.jump, self.at = fixed, per_sample, jump, at
+        self.asked: list[int] = []
+
+    def __call__(self, batch: int) -> int:
+        self.asked.append(batch)
+        return self.fixed + self.per_sample * batch + (self.jump if batch > self.at else 0)
+
+
+def test_a_linear_step_is_checked_once_at_the_largest_batch_and_confirmed():
+    need = Compiled(100 * MiB, MiB)
+    line, largest = compiled_line(need, 64, 1024 * MiB)
+    assert line == MemoryLine(100 * MiB, MiB)
+    assert largest == line.largest_batch(1024 * MiB)
+    assert need.asked == [32, 64, largest]
+
+
+def test_memory_that_jumps_above_the_cells_batch_is_found_by_checking_the_largest():
+    """The recommender of the compiled bench: a line through two small sizes promised 45% more
+    than XLA's own largest batch."""
+    need = Compiled(250 * MiB, MiB // 20, jump=123 * MiB, at=300)
+    capacity = 512 * MiB
+    unchecked = MemoryLine.through({64: need(64), 128: need(128)})
+    assert need(unchecked.largest_batch(capacity)) > capacity  # what the line alone said
+    _, largest = compiled_line(need, 128, capacity)
+    assert largest > 128
+    assert need(largest) <= capacity
+
+
+@given(
+    fixed=st.integers(0, 2048),
+    per_sample=st.integers(1, 4096),
+    jump=st.integers(0, 4096),
+    at=st.integers(1, 100_000),
+    batch=st.integers(2, 4096),
+)
+def test_the_compiled_largest_batch_never_needs_more_than_the_device(
+    fixed, per_sample, jump, at, batch
+):
+    """Whatever the jump, the answer is a size XLA itself put within the capacity (confirmed,
+    or the cell's own), asked of it at most :data:`COMPILED_CHECKS` times above the cell's."""
+    need = Compiled(fixed * MiB, per_sample * 1024, jump * MiB, at)
+    capacity = 8192 * MiB
+    made = compiled_line(need, batch, capacity)
+    assert made is not None
+    _, largest = made
+    if largest > 0:
+        assert need(largest) <= capacity
+    assert len(need.asked) <= 2 + COMPILED_CHECKS + (largest > 0)
 
 
 def test_a_peak_that_holds_no_more_than_the_variables_gives_no_line():
