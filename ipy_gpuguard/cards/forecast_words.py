@@ -4,7 +4,7 @@ and the line an out-of-memory card quotes."""
 from __future__ import annotations
 
 from ..diagnosis import Kind
-from ..record.forecast import Basis, Forecast
+from ..record.forecast import Basis, Forecast, Unforeseen
 from ..telemetry.units import format_bytes
 
 _MADE = {Basis.COMPILED: "from the compiled step", Basis.MEASURED: "measured"}
@@ -49,8 +49,28 @@ def forecast_notes(kind: Kind, forecast: Forecast | None) -> tuple[str, ...]:
     return (f"Before it failed — {forecast_line(forecast)}" + (f" {growth}" if growth else ""),)
 
 
-def forecast_lines(forecast: Forecast | None) -> tuple[str, ...]:
+#: Why a guarded fit has no forecast, said rather than guessed.
+UNFORESEEN = {
+    Unforeseen.DATA_BATCHES_ITSELF: (
+        "its data batches itself (a dataset or a generator), so fit is not told the batch size; "
+        "give fit arrays and batch_size for a forecast"
+    ),
+    Unforeseen.NO_DEVICE: "no GPU (nor a simulated one) whose memory is known",
+    Unforeseen.PEAK_UNKNOWN: (
+        "the allocator could not tell its steps' peak (none is read on this device, or JAX's, "
+        "which counts from the start of the process, stayed at an earlier cell's), and the "
+        "bytes held between steps miss what a step uses within it"
+    ),
+    Unforeseen.NO_GROWTH: "its memory did not grow with the batch, so no line can be drawn",
+}
+
+
+def forecast_lines(
+    forecast: Forecast | None, unforeseen: Unforeseen | None = None
+) -> tuple[str, ...]:
     """What ``%gpuguard forecast`` prints."""
+    if forecast is None and unforeseen is not None:
+        return (f"No forecast for the last guarded fit: {UNFORESEEN[unforeseen]}.",)
     if forecast is None:
         return (
             "No forecast yet: the guard makes one for the first Keras fit of a %%gpuguard cell "

@@ -3,7 +3,7 @@ has ended, what the guard saw of a failure, and what freeing its memory gave bac
 shell, read by ``cards/`` (which decides what a card says) and ``ui/`` (which draws it)."""
 
 from .failure import FailedRun, Reclaimed
-from .forecast import Basis, Forecast, Growth
+from .forecast import Basis, Forecast, Growth, Unforeseen
 from .view import (
     PanelView,
     WatchView,
@@ -20,6 +20,7 @@ __all__ = [
     "Growth",
     "PanelView",
     "Reclaimed",
+    "Unforeseen",
     "WatchView",
     "bar_style",
     "device_fraction",

@@ -16,6 +16,15 @@ class Basis(str, Enum):
     MEASURED = "measured"
 
 
+class Unforeseen(str, Enum):
+    """Why a guarded fit has no forecast: the guard says so rather than guess."""
+
+    DATA_BATCHES_ITSELF = "data_batches_itself"  # a dataset or generator: fit is told no batch
+    NO_DEVICE = "no_device"  # no GPU (or simulated one) whose memory is known
+    PEAK_UNKNOWN = "peak_unknown"  # the allocator could not tell the steps' peak
+    NO_GROWTH = "no_growth"  # memory that did not grow with the batch: no line
+
+
 @dataclass(frozen=True)
 class Growth:
     """Memory held between epochs that grows over the run: where it fills the device."""

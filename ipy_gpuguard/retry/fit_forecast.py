@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..record.forecast import Basis, Forecast
+from ..record.forecast import Basis, Forecast, Unforeseen
 from ..watchdog.progress import StepRecorder
 from .compiled_step import keras_on_jax, keras_only, step_need_bytes
 from .forecast import (
@@ -91,6 +91,8 @@ class FitForecaster:
         self.forecast: Forecast | None = None
         #: The guard's own error that stopped the forecast: said in the panel, never raised.
         self.error: str | None = None
+        #: Why the cell's first fit has no forecast (yet); ``None`` before a fit, or once made.
+        self.unforeseen: Unforeseen | None = None
 
     def fit_began(self, model: Any, arguments: Mapping[str, Any], epoch_steps: int | None) -> None:
         self._fits_seen += 1
@@ -98,11 +100,15 @@ class FitForecaster:
             return
         batch = fit_batch_size(arguments)
         if batch is None:
+            self.unforeseen = Unforeseen.DATA_BATCHES_ITSELF
             return
         try:
             self._capacity = self._read_capacity()
         except Exception as error:  # the guard's own, never the person's
             self.error = f"{type(error).__name__}: {error}"
+            return
+        if self._capacity is None:
+            self.unforeseen = Unforeseen.NO_DEVICE
             return
         replicas = replicas_of(model)
         epochs = arguments.get("epochs")
@@ -114,7 +120,7 @@ class FitForecaster:
             None,
             epochs if isinstance(epochs, int) else None,
         )
-        if keras_on_jax(model) and keras_only(model) and self._capacity is not None:
+        if keras_on_jax(model) and keras_only(model):
             try:
                 self._compiled(self._fit, arguments)
             except Exception as error:  # the guard's own, never the person's
@@ -200,11 +206,13 @@ class FitForecaster:
         if done < MEASURED_AFTER:
             return None
         peak = self._read_peak()
-        if peak is None:
-            return None
-        line = MemoryLine.measured(fit.device_batch, peak, fit.fixed_bytes)
+        line = (
+            None if peak is None else MemoryLine.measured(fit.device_batch, peak, fit.fixed_bytes)
+        )
         if line is None:
-            return None
+            self.unforeseen = Unforeseen.PEAK_UNKNOWN if peak is None else Unforeseen.NO_GROWTH
+            return None  # looked at again with the next sample: the peak may yet be read
+        self.unforeseen = None
         forecast = forecast_from_line(line, fit.device_batch, self._capacity, Basis.MEASURED, done)
         self.forecast = _in_cell_batches(forecast, fit.replicas)
         self._made(self.forecast)

@@ -286,7 +286,7 @@ class GPUGuardMagics(Magics):
         forecast = self.session.last_forecast
         if as_data:
             return None if forecast is None else forecast.as_data()
-        print("\n".join(forecast_lines(forecast)))
+        print("\n".join(forecast_lines(forecast, self.session.last_unforeseen)))
         return None
 
     def guard_options(self, line: str, cell: str | None = None) -> GuardOptions:

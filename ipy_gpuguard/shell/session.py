@@ -15,7 +15,7 @@ from ..cards import CardParts, base_card, search_card, with_parts
 from ..diagnosis import Diagnosis, Kind
 from ..protocol import Action, ActionResult, Card, RunningCell
 from ..record import PanelView, Reclaimed, device_series
-from ..record.forecast import Forecast
+from ..record.forecast import Forecast, Unforeseen
 from ..retry import (
     BatchMemory,
     BeforeTheSearch,
@@ -162,6 +162,7 @@ class GuardSession:
         self.last_run: GuardedRun | None = None  # the last guarded cell's, once it has ended
         #: The last guarded fit's forecast (``%gpuguard forecast``), kept past cells without one.
         self.last_forecast: Forecast | None = None
+        self.last_unforeseen: Unforeseen | None = None  # why the last fit had none
 
     @property
     def backend(self) -> DeviceBackend:
@@ -315,8 +316,10 @@ class GuardSession:
         self._active = None
         self.last_run = run
         view = run.finish(ended_with)
-        if run.forecaster.forecast is not None:
-            self.last_forecast = run.forecaster.forecast
+        forecaster = run.forecaster
+        if forecaster.forecast is not None or forecaster.unforeseen is not None:
+            self.last_forecast = forecaster.forecast  # a cell with no fit keeps the last fit's
+            self.last_unforeseen = forecaster.unforeseen
         return FinishedCell(run, view, options, cell, cell_id, watch)
 
     def ended(self, outcome: str, rule_id: str | None = None) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ipy_gpuguard.record.forecast import Basis
+from ipy_gpuguard.cards.forecast_words import forecast_lines
+from ipy_gpuguard.record.forecast import Basis, Unforeseen
 from ipy_gpuguard.retry.fit_forecast import MEASURED_AFTER, FitForecaster
 from ipy_gpuguard.watchdog.progress import StepRecorder
 
@@ -56,3 +57,29 @@ def test_a_peak_the_allocator_cannot_tell_makes_no_forecast():
     fit(forecaster, steps, Model())
     assert forecaster.look() is None
     assert forecaster.error is None
+    assert forecaster.unforeseen is Unforeseen.PEAK_UNKNOWN
+    (said,) = forecast_lines(None, forecaster.unforeseen)
+    assert said.startswith("No forecast for the last guarded fit: the allocator could not tell")
+
+
+def test_a_peak_read_later_in_the_fit_makes_the_forecast_and_forgets_why_there_was_none():
+    peaks: list[int | None] = [None]
+    steps = StepRecorder()
+    forecaster = FitForecaster(
+        steps, lambda: 2048 * MiB, read_peak=lambda: peaks[-1], read_held=lambda: 10 * MiB
+    )
+    fit(forecaster, steps, Model())
+    assert forecaster.look() is None
+    peaks.append(300 * MiB)  # JAX's mark rose past the earlier cell's
+    assert forecaster.look() is not None
+    assert forecaster.unforeseen is None
+
+
+def test_no_device_memory_and_data_that_batches_itself_are_said_not_guessed():
+    no_device = FitForecaster(StepRecorder(), lambda: None, lambda: MiB, lambda: MiB)
+    no_device.fit_began(Model(), {"x": np.zeros((64, 8)), "batch_size": 8}, 8)
+    assert no_device.unforeseen is Unforeseen.NO_DEVICE
+    dataset = FitForecaster(StepRecorder(), lambda: 2048 * MiB, lambda: MiB, lambda: MiB)
+    dataset.fit_began(Model(), {"x": iter(())}, None)
+    assert dataset.unforeseen is Unforeseen.DATA_BATCHES_ITSELF
+    assert all(forecast_lines(None, reason) for reason in Unforeseen)  # each has its words

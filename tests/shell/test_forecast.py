@@ -130,7 +130,9 @@ def test_a_fit_on_data_that_batches_itself_has_no_forecast_and_says_why(shell, c
     capsys.readouterr()
     assert shell.run_line_magic("gpuguard", "forecast --json") is None
     shell.run_line_magic("gpuguard", "forecast")
-    assert "No forecast yet" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "No forecast for the last guarded fit: its data batches itself" in said
+    assert "give fit arrays and batch_size" in said
 
 
 def test_forecast_takes_no_value(shell):
