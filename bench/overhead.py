@@ -6,6 +6,9 @@
    finish).
 2. CPU time the sampler thread uses per second of wall time, at the default and a fast interval.
 3. The cost of the kernel's report of its state to a frontend that asked for it, per report.
+   And on Keras 3 on JAX, in a process of its own (Keras chooses its backend once): what the
+   compiled forecast adds before a guarded fit's first step (XLA's analysis of the step at three
+   sizes), beside the same fit's time.
 4. The cost of ``import ipy_gpuguard`` and of ``%load_ext ipy_gpuguard`` with the modules they
    import, in fresh processes (target under 150 ms, no framework).
 
@@ -165,7 +168,42 @@ def import_cost_ms(statement: str, repeats: int = 5) -> tuple[float, str]:
     return statistics.median(ms for ms, _ in runs), runs[0][1]
 
 
+def compiled_forecast_cost() -> str:
+    """Run in a process with ``KERAS_BACKEND=jax``: the bench's fit, then the guard's compiled
+    forecast of it, 3 times each. The first forecast compiles the step at its sizes (the first
+    guarded fit of a model pays it, before its first step); XLA keeps what it compiled, so a
+    later guarded fit of the same model pays the lowering alone (the median)."""
+    import keras
+
+    from ipy_gpuguard.retry.compiled_step import step_need_bytes
+    from ipy_gpuguard.retry.forecast import compiled_line
+
+    namespace: dict[str, object] = {}
+    start = time.perf_counter()
+    exec(SETUP, namespace)  # imports Keras and JAX; its fit compiles Keras' own step
+    setup = time.perf_counter() - start
+    model, x, y = namespace["model"], namespace["x"], namespace["y"]
+    fits, forecasts = [], []
+    for _ in range(3):
+        start = time.perf_counter()
+        exec(FIT, namespace)
+        fits.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        compiled_line(lambda size: step_need_bytes(model, x, y, size), 64, 8 << 30)
+        forecasts.append(time.perf_counter() - start)
+    fit, first, later = statistics.median(fits), forecasts[0], statistics.median(forecasts)
+    return (
+        f"Keras {keras.__version__} on JAX, the same fit: {fit:.3f} s (the setup: Keras and JAX "
+        f"imported, a first fit that compiles Keras' step, {setup:.3f} s); the compiled forecast before its "
+        f"first step: first {first:.3f} s ({first / fit:.1%} of the fit), later {later:.3f} s "
+        f"({later / fit:.1%})"
+    )
+
+
 def main() -> None:
+    if sys.argv[1:] == ["--compiled-forecast"]:
+        print(compiled_forecast_cost())
+        return
     plain, guarded, again = fit_ratios()
     print(f"Keras fit, plain: {plain:.3f} s (median of 21 rounds)")
     print(f"  guarded over plain, per round: {quartiles(guarded)} (target <= 1.02)")
@@ -176,6 +214,14 @@ def main() -> None:
         print(
             f"sampler CPU per wall second at --interval {interval}: {share * 1000:.2f} ms/s ({share:.2%} of a core)"
         )
+    jax = subprocess.run(
+        [sys.executable, __file__, "--compiled-forecast"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "KERAS_BACKEND": "jax"},
+    )
+    print(jax.stdout.strip())
     report = report_cost_us()
     print(
         f"the kernel's report to a frontend that asked: {report:.0f} us each, at most one a second "
