@@ -79,11 +79,21 @@ class FrameworkAllocators:
     def limit_bytes(self, index: int) -> int | None:
         """The most the framework's allocator may take of device ``index``, where it says so:
         JAX's pool (75% of the GPU unless ``XLA_PYTHON_CLIENT_MEM_FRACTION`` says otherwise),
-        or a memory limit set on TensorFlow's logical device. ``None`` elsewhere: the device's
-        own memory is the limit."""
+        PyTorch's per-process fraction, or a memory limit set on TensorFlow's logical device;
+        the smallest, where several frameworks share the process. ``None`` where none says:
+        the device's own memory is the limit."""
         stats = self._jax_stats(index)
-        if "bytes_limit" in stats:
-            return int(stats["bytes_limit"])
+        torch_cuda = self._torch_cuda()
+        limits = [
+            int(stats["bytes_limit"]) if "bytes_limit" in stats else None,
+            self._torch_limit(torch_cuda, index) if torch_cuda is not None else None,
+            self._tensorflow_limit(index),
+        ]
+        stated = [limit for limit in limits if limit is not None]
+        return min(stated) if stated else None
+
+    def _tensorflow_limit(self, index: int) -> int | None:
+        """The memory limits set on the logical devices of TensorFlow's GPU ``index``."""
         tensorflow = self._tensorflow() if self._device_type == "GPU" else None
         if tensorflow is None:
             return None
@@ -100,6 +110,17 @@ class FrameworkAllocators:
         if not megabytes or len(megabytes) < len(limits):
             return None  # a logical device without a limit may take the whole GPU
         return int(sum(megabytes)) * 2**20  # megabytes, as TensorFlow takes them
+
+    def _torch_limit(self, torch_cuda: Any, index: int) -> int | None:
+        """``set_per_process_memory_fraction``'s share of the device (PyTorch 2.6 and later
+        can say it), where it is less than all of it."""
+        getter = getattr(torch_cuda, "get_per_process_memory_fraction", None)
+        fraction = self._quiet("torch memory fraction", getter, index) if getter else None
+        if not isinstance(fraction, float) or not 0 < fraction < 1:
+            return None
+        properties = self._quiet("torch device properties", torch_cuda.get_device_properties, index)
+        total = getattr(properties, "total_memory", None)
+        return int(total * fraction) if isinstance(total, int) else None
 
     def reset_peaks(self, indices: Iterable[int]) -> None:
         """Start the allocators' peak counters afresh, so that a cell's peak is its own; for

@@ -82,6 +82,17 @@ def test_torch_is_read_only_once_it_has_created_a_cuda_context():
     assert (reading.framework, reading.current_bytes, reading.peak_bytes) == ("PyTorch", 101, 501)
 
 
+def test_torchs_limit_is_its_per_process_fraction_of_the_device():
+    torch = fake_torch(True)
+    torch.cuda.get_device_properties = lambda index: types.SimpleNamespace(total_memory=80 << 30)
+    allocators = FrameworkAllocators(modules={"torch": torch})
+    assert allocators.limit_bytes(0) is None  # a PyTorch that cannot say
+    torch.cuda.get_per_process_memory_fraction = lambda index: 1.0
+    assert allocators.limit_bytes(0) is None  # the whole device
+    torch.cuda.get_per_process_memory_fraction = lambda index: 0.25
+    assert allocators.limit_bytes(0) == 20 << 30
+
+
 def test_frameworks_not_imported_are_not_read():
     assert FrameworkAllocators(modules={}).read(0) is None
 
@@ -125,7 +136,7 @@ def test_jax_is_read_from_its_allocator_not_its_preallocated_device():
 def test_jax_peak_is_the_cells_once_it_passes_the_mark_found_at_the_reset():
     """JAX's high-water mark cannot be reset. A step's temporaries live for milliseconds, so
     the bytes in use between steps never show them (on an H200, 17 MB in use after each step of
-    a model whose step peaked at 203 MB): a peak is the cell's only once the mark rises."""
+    a fit whose peak was 203 MB): a peak is the cell's only once the mark rises."""
     device = FakeJaxDevice(2**30, peak=5 * 2**30)
     allocators = FrameworkAllocators("GPU", fake_jax([device]))
     allocators.reset_peaks([0])
