@@ -62,13 +62,17 @@ def table(models: list[dict[str, Any]], capacity_bytes: int) -> str:
             f"{error:+.1%} | {'yes' if error > 0 else 'no'} |"
         )
     for is_held, name in ((False, "tuned on"), (True, "held out")):
-        found = errors[is_held]
-        if found:
-            rows.append(
-                f"\n{name}: {len(found)} models, median error {statistics.median(found):+.1%}, "
-                f"above T {sum(error > 0 for error in found)}"
-            )
+        if errors[is_held]:
+            rows.append("\n" + error_summary(name, errors[is_held]))
     return "\n".join(rows)
+
+
+def error_summary(label: str, errors: list[float]) -> str:
+    """A group of models' forecasts in one line: how many, the median error, how many above T."""
+    return (
+        f"{label}: {len(errors)} models, median error {statistics.median(errors):+.1%}, "
+        f"above T {sum(error > 0 for error in errors)}"
+    )
 
 
 def main(argv: list[str]) -> None:

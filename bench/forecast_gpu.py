@@ -35,7 +35,6 @@ import argparse
 import gc
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -77,7 +76,6 @@ class Device:
 
     def __init__(self, backend: str, capacity_bytes: int, total_bytes: int | None) -> None:
         self.backend = backend
-        self.total_bytes = total_bytes
         if backend == "torch":
             import torch
 
@@ -298,7 +296,7 @@ def forecasts(record: dict[str, Any]) -> dict[str, int | None]:
 
 
 def table(records: list[dict[str, Any]]) -> str:
-    from forecast import held_out
+    from forecast import error_summary, held_out
 
     kinds = ("compiled", "compiled_nvml", "measured", "sampled")
     rows = [
@@ -333,8 +331,7 @@ def table(records: list[dict[str, Any]]) -> str:
     rows.append("")
     for (backend, kind, is_held), found in sorted(errors.items()):
         rows.append(
-            f"{backend} {kind}, {'held out' if is_held else 'tuned on'}: {len(found)} models, "
-            f"median error {statistics.median(found):+.1%}, above T {sum(e > 0 for e in found)}"
+            error_summary(f"{backend} {kind}, {'held out' if is_held else 'tuned on'}", found)
         )
     return "\n".join(rows)
 

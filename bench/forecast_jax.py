@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -25,7 +24,7 @@ from collections.abc import Callable
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
 import keras
-from forecast import held_out
+from forecast import error_summary, held_out
 from forecast_truth import MODELS, by_name
 
 from ipy_gpuguard.retry.compiled_step import step_need_bytes
@@ -86,12 +85,8 @@ def main(argv: list[str]) -> None:
         above = "yes" if error > 0 else "no"
         print(f"| {name}{mark} | {family} | {truth} | {forecast} | {error:+.1%} | {above} |")
     for is_held, label in ((False, "tuned on"), (True, "held out")):
-        found = errors[is_held]
-        if found:
-            print(
-                f"{label}: {len(found)} models, median error {statistics.median(found):+.1%}, "
-                f"above T {sum(error > 0 for error in found)}"
-            )
+        if errors[is_held]:
+            print(error_summary(label, errors[is_held]))
     print(f"{time.perf_counter() - started:.0f} s")
 
 
