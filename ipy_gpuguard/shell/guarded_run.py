@@ -287,11 +287,14 @@ class GuardedRun:
 
     def capacity_bytes(self) -> int | None:
         """The memory of the smallest watched device that the framework's allocator may take:
-        the device's own, or less where the allocator is held to less (JAX's pool)."""
+        the device's own, less what other processes hold of it (a second kernel, a stale one),
+        or less still where the allocator is held to less (JAX's pool)."""
         capacities = []
         for info in self._devices:
-            limit = self._allocators.limit_bytes(info.index)
-            known = [size for size in (info.total_bytes, limit) if size]
+            others = self._backend.bytes_held_by_others(info.index) or 0
+            free = max(info.total_bytes - others, 0) if info.total_bytes else None
+            limit = self._allocators.limit_bytes(info.index) or None
+            known = [size for size in (free, limit) if size is not None]
             if known:
                 capacities.append(min(known))
         return min(capacities) if capacities else None

@@ -37,6 +37,11 @@ class DeviceBackend(Protocol):
         """``(pid, used_bytes)`` of the other processes holding memory on a device."""
         ...
 
+    def bytes_held_by_others(self, index: int) -> int | None:
+        """What the other processes hold of a device's memory, which this process cannot have;
+        ``None`` where they cannot be told from this process."""
+        ...
+
     def close(self) -> None:
         """Release the library; later reads return unknown values."""
         ...
@@ -58,6 +63,9 @@ class NoTelemetry:
 
     def other_processes(self, index: int) -> tuple[tuple[int, int], ...]:
         return ()
+
+    def bytes_held_by_others(self, index: int) -> int | None:
+        return None
 
     def close(self) -> None:
         pass

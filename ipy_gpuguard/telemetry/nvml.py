@@ -148,6 +148,20 @@ class NvmlBackend:
             os.getpid(),
         )
 
+    def bytes_held_by_others(self, index: int) -> int | None:
+        """What the other processes hold on a device; ``None`` where NVML does not list this
+        process (its PIDs are another namespace's, as in a container, so any one may be this
+        very process) or cannot say."""
+        if index in self._lost:
+            return None
+        return memory_others_hold(
+            (
+                self._call(function, self._handles[index], device=index) or ()
+                for function in PROCESS_LISTS
+            ),
+            os.getpid(),
+        )
+
     def close(self) -> None:
         with self._lock:
             if not self._closed:
@@ -269,14 +283,39 @@ def memory_held_by_others(
     NVML reports ``usedGpuMemory`` as ``None`` where it cannot tell (Windows under WDDM, or
     a process in another container); such processes are left out.
     """
-    held: dict[int, int] = {}
+    listed = _listed(process_lists)
+    return tuple(
+        (pid, used) for pid, used in sorted(listed.items()) if pid != own_pid and used is not None
+    )
+
+
+def memory_others_hold(process_lists: Iterable[Iterable[Any]], own_pid: int) -> int | None:
+    """The bytes every process but ``own_pid`` holds, where NVML lists ``own_pid`` too.
+
+    Inside a container NVML gives the host's PIDs, and this process is then listed under a
+    number that is not its own: there, and wherever NVML lists no process at all, the memory of
+    others cannot be told from this process's own, and ``None`` says so. A process whose memory
+    NVML cannot tell (WDDM) counts as holding none.
+    """
+    listed = _listed(process_lists)
+    if own_pid not in listed:
+        return None
+    return sum(used or 0 for pid, used in listed.items() if pid != own_pid)
+
+
+def _listed(process_lists: Iterable[Iterable[Any]]) -> dict[int, int | None]:
+    """Each listed PID's memory (the larger where a process is in both lists; ``None`` where
+    NVML gives no figure)."""
+    listed: dict[int, int | None] = {}
     for processes in process_lists:
         for process in processes:
             used = getattr(process, "usedGpuMemory", None)
             pid = getattr(process, "pid", None)
-            if isinstance(pid, int) and pid != own_pid and isinstance(used, int):
-                held[pid] = max(held.get(pid, 0), used)
-    return tuple(sorted(held.items()))
+            if not isinstance(pid, int):
+                continue
+            known = [size for size in (listed.get(pid), used) if isinstance(size, int)]
+            listed[pid] = max(known) if known else None
+    return listed
 
 
 def quietly(nvml: ModuleType, function: Any, *args: Any) -> Any:

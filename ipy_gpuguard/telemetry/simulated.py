@@ -68,5 +68,8 @@ class SimulatedBackend:
     def other_processes(self, index: int) -> tuple[tuple[int, int], ...]:
         return ()  # a simulated device is this process's alone
 
+    def bytes_held_by_others(self, index: int) -> int:
+        return 0
+
     def close(self) -> None:
         pass

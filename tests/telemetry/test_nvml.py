@@ -6,7 +6,7 @@ import pynvml
 import pytest
 
 from ipy_gpuguard.telemetry import TelemetryUnavailable
-from ipy_gpuguard.telemetry.nvml import GPU_IS_LOST, NvmlBackend
+from ipy_gpuguard.telemetry.nvml import GPU_IS_LOST, PROCESS_LISTS, NvmlBackend
 
 from .fake_pynvml import FakeGpu, make_fake_nvml
 
@@ -36,6 +36,26 @@ def test_other_processes_holding_memory_are_listed_without_this_one():
     assert backend.other_processes(0) == ((4242, 12 * GIB),)
     unsupported, _ = open_fake([FakeGpu(unsupported={"nvmlDeviceGetComputeRunningProcesses"})])
     assert unsupported.other_processes(0) == ()
+
+
+def test_the_memory_others_hold_is_summed_where_nvml_lists_this_process_too():
+    """A process in both lists counts once; one whose memory NVML cannot tell (WDDM) as none."""
+    gpu = FakeGpu(
+        processes=[(4242, 12 * GIB), (os.getpid(), 3 * GIB), (77, None)],
+        graphics_processes=[(4242, 12 * GIB), (88, 1 * GIB)],
+    )
+    backend, _ = open_fake([gpu])
+    assert backend.bytes_held_by_others(0) == 13 * GIB
+
+
+def test_the_memory_others_hold_is_unknown_where_this_process_is_not_listed():
+    """In a container NVML lists the host's PIDs: this process is there under another number,
+    and subtracting "others" would subtract its own memory."""
+    in_a_container, _ = open_fake([FakeGpu(processes=[(91234, 12 * GIB), (91300, 2 * GIB)])])
+    assert in_a_container.bytes_held_by_others(0) is None
+    assert in_a_container.other_processes(0) == ((91234, 12 * GIB), (91300, 2 * GIB))
+    unsupported, _ = open_fake([FakeGpu(unsupported=set(PROCESS_LISTS))])
+    assert unsupported.bytes_held_by_others(0) is None
 
 
 def test_a_value_the_gpu_does_not_report_is_unknown_not_an_error():
