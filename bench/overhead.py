@@ -24,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("GPUGUARD_SIMULATE", "8GiB")
@@ -172,32 +173,56 @@ def compiled_forecast_cost() -> str:
     """Run in a process with ``KERAS_BACKEND=jax``: the bench's fit, then the guard's compiled
     forecast of it, 3 times each. The first forecast compiles the step at its sizes (the first
     guarded fit of a model pays it, before its first step); XLA keeps what it compiled, so a
-    later guarded fit of the same model pays the lowering alone (the median)."""
+    later guarded fit of the same model pays the lowering alone (the median). Beside it, the
+    first forecast of fresh models built alike, compiled with XLA's defaults and for analysis
+    only (:data:`~ipy_gpuguard.retry.compiled_step.ANALYSIS_ONLY`), in turn first."""
     import keras
 
-    from ipy_gpuguard.retry.compiled_step import step_need_bytes
-    from ipy_gpuguard.retry.forecast import compiled_line
+    from ipy_gpuguard.retry import compiled_step
 
-    namespace: dict[str, object] = {}
     start = time.perf_counter()
-    exec(SETUP, namespace)  # imports Keras and JAX; its fit compiles Keras' own step
+    model, x, y, namespace = _fitted_model()  # imports Keras and JAX, compiles Keras' own step
     setup = time.perf_counter() - start
-    model, x, y = namespace["model"], namespace["x"], namespace["y"]
     fits, forecasts = [], []
     for _ in range(3):
         start = time.perf_counter()
         exec(FIT, namespace)
         fits.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        compiled_line(lambda size: step_need_bytes(model, x, y, size), 64, 8 << 30)
-        forecasts.append(time.perf_counter() - start)
+        forecasts.append(_forecast_seconds(model, x, y))
     fit, first, later = statistics.median(fits), forecasts[0], statistics.median(forecasts)
+    analysis_only = dict(compiled_step.ANALYSIS_ONLY)
+    firsts: dict[str, list[float]] = {"defaults": [], "analysis only": []}
+    for round_ in range(4):
+        order = ("defaults", "analysis only")[:: 1 if round_ % 2 else -1]
+        for options in order:
+            compiled_step.ANALYSIS_ONLY = analysis_only if options == "analysis only" else {}
+            firsts[options].append(_forecast_seconds(*_fitted_model()[:3]))
+    compiled_step.ANALYSIS_ONLY = analysis_only
+    defaults, only = (statistics.median(firsts[k]) for k in ("defaults", "analysis only"))
     return (
         f"Keras {keras.__version__} on JAX, the same fit: {fit:.3f} s (the setup: Keras and JAX "
         f"imported, a first fit that compiles Keras' step, {setup:.3f} s); the compiled forecast before its "
         f"first step: first {first:.3f} s ({first / fit:.1%} of the fit), later {later:.3f} s "
-        f"({later / fit:.1%})"
+        f"({later / fit:.1%}); a fresh model's first, median of 4: compiled with XLA's defaults "
+        f"{defaults:.3f} s, for analysis only {only:.3f} s ({only / defaults:.2f} of it)"
     )
+
+
+def _fitted_model() -> tuple[Any, Any, Any, dict[str, Any]]:
+    """The bench's model, data and namespace, after the setup's fit."""
+    namespace: dict[str, Any] = {}
+    exec(SETUP, namespace)
+    return namespace["model"], namespace["x"], namespace["y"], namespace
+
+
+def _forecast_seconds(model: Any, x: Any, y: Any) -> float:
+    """The guard's compiled forecast of the bench's fit at batch 64, on a device of 8 GiB."""
+    from ipy_gpuguard.retry.compiled_step import step_need_bytes
+    from ipy_gpuguard.retry.forecast import compiled_line
+
+    start = time.perf_counter()
+    compiled_line(lambda size: step_need_bytes(model, x, y, size), 64, 8 << 30)
+    return time.perf_counter() - start
 
 
 def main() -> None:

@@ -140,13 +140,7 @@ class NvmlBackend:
         """Compute and graphics processes other than this one, with the memory each holds."""
         if index in self._lost:
             return ()
-        return memory_held_by_others(
-            (
-                self._call(function, self._handles[index], device=index) or ()
-                for function in PROCESS_LISTS
-            ),
-            os.getpid(),
-        )
+        return memory_held_by_others(self._process_lists(index), os.getpid())
 
     def bytes_held_by_others(self, index: int) -> int | None:
         """What the other processes hold on a device; ``None`` where NVML does not list this
@@ -154,13 +148,13 @@ class NvmlBackend:
         very process) or cannot say."""
         if index in self._lost:
             return None
-        return memory_others_hold(
-            (
-                self._call(function, self._handles[index], device=index) or ()
-                for function in PROCESS_LISTS
-            ),
-            os.getpid(),
-        )
+        return memory_others_hold(self._process_lists(index), os.getpid())
+
+    def _process_lists(self, index: int) -> list[Any]:
+        return [
+            self._call(function, self._handles[index], device=index) or ()
+            for function in PROCESS_LISTS
+        ]
 
     def close(self) -> None:
         with self._lock:
