@@ -148,7 +148,7 @@ class NvmlBackend:
         very process) or cannot say."""
         if index in self._lost:
             return None
-        return memory_others_hold(self._process_lists(index), os.getpid())
+        return total_held_by_others(self._process_lists(index), os.getpid())
 
     def _process_lists(self, index: int) -> list[Any]:
         return [
@@ -283,7 +283,7 @@ def memory_held_by_others(
     )
 
 
-def memory_others_hold(process_lists: Iterable[Iterable[Any]], own_pid: int) -> int | None:
+def total_held_by_others(process_lists: Iterable[Iterable[Any]], own_pid: int) -> int | None:
     """The bytes every process but ``own_pid`` holds, where NVML lists ``own_pid`` too.
 
     Inside a container NVML gives the host's PIDs, and this process is then listed under a

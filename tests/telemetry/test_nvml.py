@@ -38,7 +38,7 @@ def test_other_processes_holding_memory_are_listed_without_this_one():
     assert unsupported.other_processes(0) == ()
 
 
-def test_the_memory_others_hold_is_summed_where_nvml_lists_this_process_too():
+def test_the_total_held_by_others_is_summed_where_nvml_lists_this_process_too():
     """A process in both lists counts once; one whose memory NVML cannot tell (WDDM) as none."""
     gpu = FakeGpu(
         processes=[(4242, 12 * GIB), (os.getpid(), 3 * GIB), (77, None)],
@@ -48,7 +48,7 @@ def test_the_memory_others_hold_is_summed_where_nvml_lists_this_process_too():
     assert backend.bytes_held_by_others(0) == 13 * GIB
 
 
-def test_the_memory_others_hold_is_unknown_where_this_process_is_not_listed():
+def test_the_total_held_by_others_is_unknown_where_this_process_is_not_listed():
     """In a container NVML lists the host's PIDs: this process is there under another number,
     and subtracting "others" would subtract its own memory."""
     in_a_container, _ = open_fake([FakeGpu(processes=[(91234, 12 * GIB), (91300, 2 * GIB)])])
