@@ -19,15 +19,25 @@ def forecast_line(forecast: Forecast) -> str:
     if not forecast.fits:
         would = f": batch {largest} would fit" if largest else ""
         return (
-            f"{made}: this step needs {peak}, the device has {capacity}: it will run out of "
-            f"memory{would}."
+            f"{made}: this step needs {peak}, the device has {capacity}{_others(forecast)}: it "
+            f"will run out of memory{would}."
         )
     fits = (
         f"; the largest batch that fits ≈ {largest}"
         if largest
         else "; the largest batch that fits cannot be told"
     )
-    return f"{made}: peak {peak} of {capacity} at batch {forecast.batch_size}{fits}."
+    return (
+        f"{made}: peak {peak} of {capacity}{_others(forecast)} at batch "
+        f"{forecast.batch_size}{fits}."
+    )
+
+
+def _others(forecast: Forecast) -> str:
+    """Why the capacity is less than the device, where other processes hold some of it."""
+    if not forecast.held_by_others_bytes:
+        return ""
+    return f" (other processes hold another {format_bytes(forecast.held_by_others_bytes)})"
 
 
 def growth_line(forecast: Forecast) -> str | None:

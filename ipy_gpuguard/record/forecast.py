@@ -44,6 +44,9 @@ class Forecast:
         (memory that does not grow with the batch, no line).
     step
         The training step the forecast was made at: 0 before the first one.
+    held_by_others_bytes
+        What other processes held of the device as the fit began, which the capacity leaves
+        out: 0 where none did, or where they could not be told from this process.
     """
 
     batch_size: int
@@ -53,6 +56,7 @@ class Forecast:
     basis: Basis
     step: int
     growth: Growth | None = None
+    held_by_others_bytes: int = 0
 
     @property
     def fits(self) -> bool:

@@ -69,6 +69,8 @@ class FitForecaster:
         What the allocator holds now.
     made
         Hears the forecast as soon as it is made (the panel draws it before the next step).
+    read_held_by_others
+        What other processes hold of that device, read with the capacity: the forecast says it.
     """
 
     def __init__(
@@ -78,10 +80,13 @@ class FitForecaster:
         read_peak: Callable[[], int | None],
         read_held: Callable[[], int | None],
         made: Callable[[Forecast], None] = lambda forecast: None,
+        read_held_by_others: Callable[[], int] = lambda: 0,
     ) -> None:
         self._steps = steps
         self._read_capacity = read_capacity
         self._capacity: int | None = None
+        self._read_held_by_others = read_held_by_others
+        self._held_by_others = 0
         self._read_peak = read_peak
         self._read_held = read_held
         self._made = made
@@ -104,6 +109,7 @@ class FitForecaster:
             return
         try:
             self._capacity = self._read_capacity()
+            self._held_by_others = self._read_held_by_others()
         except Exception as error:  # the guard's own, never the person's
             self.error = f"{type(error).__name__}: {error}"
             return
@@ -139,9 +145,15 @@ class FitForecaster:
         if made is None:
             return
         line, largest = made
-        forecast = forecast_from_line(
-            line, fit.device_batch, self._capacity, Basis.COMPILED, 0, largest
+        self._publish(
+            forecast_from_line(line, fit.device_batch, self._capacity, Basis.COMPILED, 0, largest),
+            fit,
         )
+
+    def _publish(self, forecast: Forecast, fit: _Fit) -> None:
+        """Keep the forecast of one device, in the cell's batch sizes and with what others
+        held, and let the panel hear it."""
+        forecast = replace(forecast, held_by_others_bytes=self._held_by_others)
         self.forecast = _in_cell_batches(forecast, fit.replicas)
         self._made(self.forecast)
 
@@ -213,9 +225,9 @@ class FitForecaster:
             self.unforeseen = Unforeseen.PEAK_UNKNOWN if peak is None else Unforeseen.NO_GROWTH
             return None  # looked at again with the next sample: the peak may yet be read
         self.unforeseen = None
-        forecast = forecast_from_line(line, fit.device_batch, self._capacity, Basis.MEASURED, done)
-        self.forecast = _in_cell_batches(forecast, fit.replicas)
-        self._made(self.forecast)
+        self._publish(
+            forecast_from_line(line, fit.device_batch, self._capacity, Basis.MEASURED, done), fit
+        )
         return self.forecast
 
 

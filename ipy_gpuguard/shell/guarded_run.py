@@ -122,6 +122,7 @@ class GuardedRun:
             self._allocator_peak_now,
             self.allocator_bytes,
             self._forecast_made,
+            read_held_by_others=self.held_by_others_bytes,
         )
         self._keras = KerasHooks(self.steps, watcher=FitWatchers((fit_watch, self.forecaster)))
         self.watchdog = Watchdog(
@@ -289,6 +290,17 @@ class GuardedRun:
         """The memory of the smallest watched device that the framework's allocator may take:
         the device's own, less what other processes hold of it (a second kernel, a stale one),
         or less still where the allocator is held to less (JAX's pool)."""
+        smallest = self._smallest_capacity()
+        return None if smallest is None else smallest[0]
+
+    def held_by_others_bytes(self) -> int:
+        """What other processes hold of the device whose capacity is the smallest: the part of
+        it the forecast cannot count on."""
+        smallest = self._smallest_capacity()
+        return 0 if smallest is None else smallest[1]
+
+    def _smallest_capacity(self) -> tuple[int, int] | None:
+        """The smallest watched device's capacity, and what other processes hold of it."""
         capacities = []
         for info in self._devices:
             others = self._backend.bytes_held_by_others(info.index) or 0
@@ -296,7 +308,7 @@ class GuardedRun:
             limit = self._allocators.limit_bytes(info.index) or None
             known = [size for size in (free, limit) if size is not None]
             if known:
-                capacities.append(min(known))
+                capacities.append((min(known), others))
         return min(capacities) if capacities else None
 
     def _fullest_allocator(self) -> AllocatorReading | None:

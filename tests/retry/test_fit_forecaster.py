@@ -3,6 +3,8 @@ it does with a peak it cannot know."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ipy_gpuguard.cards.forecast_words import forecast_lines
@@ -44,6 +46,30 @@ def test_the_capacity_is_read_as_the_fit_begins_when_the_allocator_is_set_up():
     assert forecast.capacity_bytes == 2048 * MiB
     per_sample = (200 - 10) * MiB / 64
     assert forecast.largest_batch == int((2048 - 10) * MiB * 0.92 // per_sample)
+
+
+def test_what_other_processes_hold_is_read_with_the_capacity_and_said():
+    """The capacity is the GPU less another kernel's memory: the forecast says why it is less
+    than the device, and what to free."""
+    steps = StepRecorder()
+    held_by_others = {"bytes": 0}
+    forecaster = FitForecaster(
+        steps,
+        lambda: 2048 * MiB,
+        read_peak=lambda: 200 * MiB,
+        read_held=lambda: 10 * MiB,
+        read_held_by_others=lambda: held_by_others["bytes"],
+    )
+    held_by_others["bytes"] = 6144 * MiB  # as the fit begins
+    fit(forecaster, steps, Model())
+    forecast = forecaster.look()
+    assert forecast is not None
+    assert forecast.held_by_others_bytes == 6144 * MiB
+    assert forecast.as_data()["held_by_others_bytes"] == 6144 * MiB
+    (line,) = forecast_lines(forecast)
+    assert "peak 200 MiB of 2.00 GiB (other processes hold another 6.00 GiB) at batch 64" in line
+    (alone,) = forecast_lines(replace(forecast, held_by_others_bytes=0))
+    assert "other processes" not in alone
 
 
 def test_a_peak_the_allocator_cannot_tell_makes_no_forecast():

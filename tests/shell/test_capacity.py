@@ -38,11 +38,14 @@ def test_memory_another_kernel_holds_is_not_the_forecasts():
 def test_where_nvml_cannot_tell_others_from_this_process_the_device_is_whole():
     in_a_container = FakeGpu(processes=[(91234, 30 * GIB)])
     assert guarded(in_a_container).capacity_bytes() == 80 * GIB
+    assert guarded(in_a_container).held_by_others_bytes() == 0
 
 
 def test_the_fullest_device_bounds_the_capacity():
     shared = FakeGpu(uuid="GPU-1", processes=[(os.getpid(), GIB), (4242, 70 * GIB)])
-    assert guarded(FakeGpu(uuid="GPU-0"), shared).capacity_bytes() == 10 * GIB
+    run = guarded(FakeGpu(uuid="GPU-0", processes=[(os.getpid(), GIB), (77, GIB)]), shared)
+    assert run.capacity_bytes() == 10 * GIB
+    assert run.held_by_others_bytes() == 70 * GIB  # of the device that bounds the capacity
 
 
 def test_others_leave_less_than_jaxs_pool_or_more(monkeypatch):
