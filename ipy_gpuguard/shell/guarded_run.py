@@ -294,21 +294,23 @@ class GuardedRun:
         return None if smallest is None else smallest[0]
 
     def held_by_others_bytes(self) -> int:
-        """What other processes hold of the device whose capacity is the smallest: the part of
-        it the forecast cannot count on."""
+        """What other processes hold of the device whose capacity is the smallest, where that
+        is what makes its capacity less than the device (not a smaller allocator limit)."""
         smallest = self._smallest_capacity()
         return 0 if smallest is None else smallest[1]
 
     def _smallest_capacity(self) -> tuple[int, int] | None:
-        """The smallest watched device's capacity, and what other processes hold of it."""
+        """The smallest watched device's capacity, and what other processes hold of it where
+        they bound it."""
         capacities = []
         for info in self._devices:
             others = self._backend.bytes_held_by_others(info.index) or 0
             free = max(info.total_bytes - others, 0) if info.total_bytes else None
             limit = self._allocators.limit_bytes(info.index) or None
-            known = [size for size in (free, limit) if size is not None]
-            if known:
-                capacities.append((min(known), others))
+            if free is not None and (limit is None or free <= limit):
+                capacities.append((free, others))
+            elif limit is not None:
+                capacities.append((limit, 0))
         return min(capacities) if capacities else None
 
     def _fullest_allocator(self) -> AllocatorReading | None:

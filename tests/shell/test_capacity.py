@@ -52,6 +52,9 @@ def test_others_leave_less_than_jaxs_pool_or_more(monkeypatch):
     pool = 60 * GIB  # JAX's default: 75% of the device
     for name, module in fake_jax([FakeJaxDevice(GIB, peak=GIB, limit=pool)]).items():
         monkeypatch.setitem(sys.modules, name, module)
-    assert guarded(FakeGpu(processes=[(os.getpid(), pool)])).capacity_bytes() == pool
-    crowded = FakeGpu(processes=[(os.getpid(), pool), (4242, 30 * GIB)])
-    assert guarded(crowded).capacity_bytes() == 50 * GIB
+    roomy = guarded(FakeGpu(processes=[(os.getpid(), pool), (4242, 10 * GIB)]))
+    assert roomy.capacity_bytes() == pool
+    assert roomy.held_by_others_bytes() == 0  # the pool, not the others, bounds it
+    crowded = guarded(FakeGpu(processes=[(os.getpid(), pool), (4242, 30 * GIB)]))
+    assert crowded.capacity_bytes() == 50 * GIB
+    assert crowded.held_by_others_bytes() == 30 * GIB
