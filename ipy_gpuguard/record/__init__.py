@@ -3,7 +3,7 @@ has ended, what the guard saw of a failure, and what freeing its memory gave bac
 shell, read by ``cards/`` (which decides what a card says) and ``ui/`` (which draws it)."""
 
 from .failure import FailedRun, Reclaimed
-from .forecast import Basis, Forecast, Growth, Unforeseen
+from .forecast import Basis, Capacity, Forecast, Growth, Unforeseen
 from .view import (
     PanelView,
     WatchView,
@@ -15,6 +15,7 @@ from .view import (
 
 __all__ = [
     "Basis",
+    "Capacity",
     "FailedRun",
     "Forecast",
     "Growth",

@@ -26,6 +26,19 @@ class Unforeseen(str, Enum):
 
 
 @dataclass(frozen=True)
+class Capacity:
+    """The memory a fit's forecast aims under, on the device that runs out first.
+
+    ``capacity_bytes`` is what the framework's allocator may take of it; ``held_by_others_bytes``
+    what other processes hold of it, where that (not a smaller allocator limit) is what makes
+    the capacity less than the device: 0 elsewhere.
+    """
+
+    capacity_bytes: int
+    held_by_others_bytes: int = 0
+
+
+@dataclass(frozen=True)
 class Growth:
     """Memory held between epochs that grows over the run: where it fills the device."""
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..record.forecast import Basis, Forecast, Unforeseen
+from ..record.forecast import Basis, Capacity, Forecast, Unforeseen
 from ..watchdog.progress import StepRecorder
 from .compiled_step import keras_on_jax, keras_only, step_need_bytes
 from .forecast import (
@@ -69,24 +69,19 @@ class FitForecaster:
         What the allocator holds now.
     made
         Hears the forecast as soon as it is made (the panel draws it before the next step).
-    read_held_by_others
-        What other processes hold of that device, read with the capacity: the forecast says it.
     """
 
     def __init__(
         self,
         steps: StepRecorder,
-        read_capacity: Callable[[], int | None],
+        read_capacity: Callable[[], Capacity | None],
         read_peak: Callable[[], int | None],
         read_held: Callable[[], int | None],
         made: Callable[[Forecast], None] = lambda forecast: None,
-        read_held_by_others: Callable[[], int] = lambda: 0,
     ) -> None:
         self._steps = steps
         self._read_capacity = read_capacity
-        self._capacity: int | None = None
-        self._read_held_by_others = read_held_by_others
-        self._held_by_others = 0
+        self._capacity: Capacity | None = None
         self._read_peak = read_peak
         self._read_held = read_held
         self._made = made
@@ -109,7 +104,6 @@ class FitForecaster:
             return
         try:
             self._capacity = self._read_capacity()
-            self._held_by_others = self._read_held_by_others()
         except Exception as error:  # the guard's own, never the person's
             self.error = f"{type(error).__name__}: {error}"
             return
@@ -139,21 +133,23 @@ class FitForecaster:
         x, y = arguments.get("x"), arguments.get("y")
         if not _is_array(x) or fit.device_batch < 2 or self._capacity is None:
             return
+        capacity = self._capacity.capacity_bytes
         made = compiled_line(
-            lambda size: step_need_bytes(fit.model, x, y, size), fit.device_batch, self._capacity
+            lambda size: step_need_bytes(fit.model, x, y, size), fit.device_batch, capacity
         )
         if made is None:
             return
         line, largest = made
         self._publish(
-            forecast_from_line(line, fit.device_batch, self._capacity, Basis.COMPILED, 0, largest),
+            forecast_from_line(line, fit.device_batch, capacity, Basis.COMPILED, 0, largest),
             fit,
+            self._capacity,
         )
 
-    def _publish(self, forecast: Forecast, fit: _Fit) -> None:
+    def _publish(self, forecast: Forecast, fit: _Fit, capacity: Capacity) -> None:
         """Keep the forecast of one device, in the cell's batch sizes and with what others
         held, and let the panel hear it."""
-        forecast = replace(forecast, held_by_others_bytes=self._held_by_others)
+        forecast = replace(forecast, held_by_others_bytes=capacity.held_by_others_bytes)
         self.forecast = _in_cell_batches(forecast, fit.replicas)
         self._made(self.forecast)
 
@@ -193,7 +189,7 @@ class FitForecaster:
             return
         self._held.append(held)
         peak = max(self._read_peak() or 0, forecast.peak_bytes)
-        growth = project_growth(self._held, peak, self._capacity, fit.epochs)
+        growth = project_growth(self._held, peak, self._capacity.capacity_bytes, fit.epochs)
         self.forecast = replace(forecast, growth=growth)
 
     def look(self) -> Forecast | None:
@@ -226,7 +222,11 @@ class FitForecaster:
             return None  # looked at again with the next sample: the peak may yet be read
         self.unforeseen = None
         self._publish(
-            forecast_from_line(line, fit.device_batch, self._capacity, Basis.MEASURED, done), fit
+            forecast_from_line(
+                line, fit.device_batch, self._capacity.capacity_bytes, Basis.MEASURED, done
+            ),
+            fit,
+            self._capacity,
         )
         return self.forecast
 

@@ -10,7 +10,7 @@ from IPython.display import display
 
 from ..cards.forecast_words import forecast_line, growth_line
 from ..diagnosis import DeviceMemory
-from ..record import FailedRun, Forecast, PanelView, WatchView
+from ..record import Capacity, FailedRun, Forecast, PanelView, WatchView
 from ..retry.fit_forecast import FitForecaster
 from ..retry.measure import PeakReader
 from ..telemetry import (
@@ -118,11 +118,10 @@ class GuardedRun:
         self.pending_work = PendingWork(frozenset())  # JAX's arrays as the cell starts
         self.forecaster = FitForecaster(
             self.steps,
-            self.capacity_bytes,
+            self.capacity,
             self._allocator_peak_now,
             self.allocator_bytes,
             self._forecast_made,
-            read_held_by_others=self.held_by_others_bytes,
         )
         self._keras = KerasHooks(self.steps, watcher=FitWatchers((fit_watch, self.forecaster)))
         self.watchdog = Watchdog(
@@ -287,31 +286,24 @@ class GuardedRun:
         )
 
     def capacity_bytes(self) -> int | None:
+        """The bytes of :meth:`capacity`: what the search and the retry aim under."""
+        capacity = self.capacity()
+        return None if capacity is None else capacity.capacity_bytes
+
+    def capacity(self) -> Capacity | None:
         """The memory of the smallest watched device that the framework's allocator may take:
         the device's own, less what other processes hold of it (a second kernel, a stale one),
         or less still where the allocator is held to less (JAX's pool)."""
-        smallest = self._smallest_capacity()
-        return None if smallest is None else smallest[0]
-
-    def held_by_others_bytes(self) -> int:
-        """What other processes hold of the device whose capacity is the smallest, where that
-        is what makes its capacity less than the device (not a smaller allocator limit)."""
-        smallest = self._smallest_capacity()
-        return 0 if smallest is None else smallest[1]
-
-    def _smallest_capacity(self) -> tuple[int, int] | None:
-        """The smallest watched device's capacity, and what other processes hold of it where
-        they bound it."""
         capacities = []
         for info in self._devices:
             others = self._backend.bytes_held_by_others(info.index) or 0
             free = max(info.total_bytes - others, 0) if info.total_bytes else None
             limit = self._allocators.limit_bytes(info.index) or None
             if free is not None and (limit is None or free <= limit):
-                capacities.append((free, others))
+                capacities.append(Capacity(free, others))
             elif limit is not None:
-                capacities.append((limit, 0))
-        return min(capacities) if capacities else None
+                capacities.append(Capacity(limit))
+        return min(capacities, key=lambda capacity: capacity.capacity_bytes, default=None)
 
     def _fullest_allocator(self) -> AllocatorReading | None:
         readings = [self._allocators.read(info.index) for info in self._devices]

@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 
 from ipy_gpuguard.cards.forecast_words import forecast_lines
-from ipy_gpuguard.record.forecast import Basis, Unforeseen
+from ipy_gpuguard.record.forecast import Basis, Capacity, Unforeseen
 from ipy_gpuguard.retry.fit_forecast import MEASURED_AFTER, FitForecaster
 from ipy_gpuguard.watchdog.progress import StepRecorder
 
@@ -32,12 +32,12 @@ def fit(forecaster: FitForecaster, steps: StepRecorder, model: Model) -> None:
 def test_the_capacity_is_read_as_the_fit_begins_when_the_allocator_is_set_up():
     """JAX sets up its pool (75% of the GPU, or its memory fraction) when the cell first uses
     it: a capacity read as the cell starts would be the device's whole memory."""
-    capacity = {"bytes": None}
+    capacity: dict[str, Capacity | None] = {"bytes": None}
     steps = StepRecorder()
     forecaster = FitForecaster(
         steps, lambda: capacity["bytes"], read_peak=lambda: 200 * MiB, read_held=lambda: 10 * MiB
     )
-    capacity["bytes"] = 2048 * MiB  # the pool, set up by the person's first arrays
+    capacity["bytes"] = Capacity(2048 * MiB)  # the pool, set up by the person's first arrays
     model = Model()
     fit(forecaster, steps, model)
     forecast = forecaster.look()
@@ -52,15 +52,11 @@ def test_what_other_processes_hold_is_read_with_the_capacity_and_said():
     """The capacity is the GPU less another kernel's memory: the forecast says why it is less
     than the device, and what to free."""
     steps = StepRecorder()
-    held_by_others = {"bytes": 0}
+    capacity = Capacity(0)
     forecaster = FitForecaster(
-        steps,
-        lambda: 2048 * MiB,
-        read_peak=lambda: 200 * MiB,
-        read_held=lambda: 10 * MiB,
-        read_held_by_others=lambda: held_by_others["bytes"],
+        steps, lambda: capacity, read_peak=lambda: 200 * MiB, read_held=lambda: 10 * MiB
     )
-    held_by_others["bytes"] = 6144 * MiB  # as the fit begins
+    capacity = Capacity(2048 * MiB, held_by_others_bytes=6144 * MiB)  # as the fit begins
     fit(forecaster, steps, Model())
     forecast = forecaster.look()
     assert forecast is not None
@@ -78,7 +74,7 @@ def test_a_peak_the_allocator_cannot_tell_makes_no_forecast():
     through them would put a crash's batch in the forecast."""
     steps = StepRecorder()
     forecaster = FitForecaster(
-        steps, lambda: 2048 * MiB, read_peak=lambda: None, read_held=lambda: 10 * MiB
+        steps, lambda: Capacity(2048 * MiB), read_peak=lambda: None, read_held=lambda: 10 * MiB
     )
     fit(forecaster, steps, Model())
     assert forecaster.look() is None
@@ -92,7 +88,7 @@ def test_a_peak_read_later_in_the_fit_makes_the_forecast_and_forgets_why_there_w
     peaks: list[int | None] = [None]
     steps = StepRecorder()
     forecaster = FitForecaster(
-        steps, lambda: 2048 * MiB, read_peak=lambda: peaks[-1], read_held=lambda: 10 * MiB
+        steps, lambda: Capacity(2048 * MiB), read_peak=lambda: peaks[-1], read_held=lambda: 10 * MiB
     )
     fit(forecaster, steps, Model())
     assert forecaster.look() is None
@@ -105,7 +101,7 @@ def test_no_device_memory_and_data_that_batches_itself_are_said_not_guessed():
     no_device = FitForecaster(StepRecorder(), lambda: None, lambda: MiB, lambda: MiB)
     no_device.fit_began(Model(), {"x": np.zeros((64, 8)), "batch_size": 8}, 8)
     assert no_device.unforeseen is Unforeseen.NO_DEVICE
-    dataset = FitForecaster(StepRecorder(), lambda: 2048 * MiB, lambda: MiB, lambda: MiB)
+    dataset = FitForecaster(StepRecorder(), lambda: Capacity(2048 * MiB), lambda: MiB, lambda: MiB)
     dataset.fit_began(Model(), {"x": iter(())}, None)
     assert dataset.unforeseen is Unforeseen.DATA_BATCHES_ITSELF
     assert all(forecast_lines(None, reason) for reason in Unforeseen)  # each has its words

@@ -38,14 +38,14 @@ def test_memory_another_kernel_holds_is_not_the_forecasts():
 def test_where_nvml_cannot_tell_others_from_this_process_the_device_is_whole():
     in_a_container = FakeGpu(processes=[(91234, 30 * GIB)])
     assert guarded(in_a_container).capacity_bytes() == 80 * GIB
-    assert guarded(in_a_container).held_by_others_bytes() == 0
+    assert guarded(in_a_container).capacity().held_by_others_bytes == 0
 
 
 def test_the_fullest_device_bounds_the_capacity():
     shared = FakeGpu(uuid="GPU-1", processes=[(os.getpid(), GIB), (4242, 70 * GIB)])
     run = guarded(FakeGpu(uuid="GPU-0", processes=[(os.getpid(), GIB), (77, GIB)]), shared)
     assert run.capacity_bytes() == 10 * GIB
-    assert run.held_by_others_bytes() == 70 * GIB  # of the device that bounds the capacity
+    assert run.capacity().held_by_others_bytes == 70 * GIB  # of the device that bounds the capacity
 
 
 def test_others_leave_less_than_jaxs_pool_or_more(monkeypatch):
@@ -54,7 +54,7 @@ def test_others_leave_less_than_jaxs_pool_or_more(monkeypatch):
         monkeypatch.setitem(sys.modules, name, module)
     roomy = guarded(FakeGpu(processes=[(os.getpid(), pool), (4242, 10 * GIB)]))
     assert roomy.capacity_bytes() == pool
-    assert roomy.held_by_others_bytes() == 0  # the pool, not the others, bounds it
+    assert roomy.capacity().held_by_others_bytes == 0  # the pool, not the others, bounds it
     crowded = guarded(FakeGpu(processes=[(os.getpid(), pool), (4242, 30 * GIB)]))
     assert crowded.capacity_bytes() == 50 * GIB
-    assert crowded.held_by_others_bytes() == 30 * GIB
+    assert crowded.capacity().held_by_others_bytes == 30 * GIB
