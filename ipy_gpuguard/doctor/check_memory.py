@@ -112,6 +112,22 @@ def _others_by_gpu(findings: Findings, fraction: float) -> list[tuple[int, str]]
     return rows
 
 
+def _unattributed_text(findings: Findings) -> str:
+    """``GPU 0: 2 processes hold 30.0 GiB in all, this one among them if it uses the GPU``
+    for each visible GPU where NVML lists processes it cannot name as others."""
+    rows = []
+    for index, gpu in enumerate(findings.nvml.visible_gpus()):
+        if gpu.unattributed:
+            count = len(gpu.unattributed)
+            held = format_bytes(sum(used for _, used in gpu.unattributed))
+            rows.append(
+                f"GPU {index}: {count} process{'es' if count > 1 else ''} "
+                f"hold{'' if count > 1 else 's'} {held} in all, "
+                "this one among them if it uses the GPU"
+            )
+    return "; ".join(rows)
+
+
 def other_processes(findings: Findings) -> Verdict:
     """Memory other processes hold on the visible GPUs: often a forgotten kernel."""
     nvml = findings.nvml
@@ -121,6 +137,12 @@ def other_processes(findings: Findings) -> Verdict:
         return Verdict(Status.UNKNOWN, "no visible GPU")
     every = _held_text(findings, 0.0)
     much = _held_text(findings, SHARED_FRACTION)
+    if not every and (unattributed := _unattributed_text(findings)):
+        return Verdict(
+            Status.UNKNOWN,
+            "NVML lists GPU processes by the host's process IDs, which a container cannot tell "
+            f"from its own: {unattributed}",
+        )
     if not much:
         found = (
             "no other process holds much GPU memory" if every else "no other process uses the GPUs"

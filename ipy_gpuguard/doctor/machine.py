@@ -19,7 +19,7 @@ from importlib import metadata
 from types import ModuleType
 from typing import Any
 
-from ..telemetry.nvml import import_pynvml
+from ..telemetry.nvml import import_pynvml, listed_pid
 from ..watchdog.gpu_timeout import read_tdr_registry
 from .frameworks import FrameworkView, read_in_child
 from .libraries import pip_library_directories
@@ -52,6 +52,9 @@ class Machine:
         Windows' ``TdrDelay`` and ``TdrLevel`` where set.
     process_name
         The name of a process by pid, ``None`` when it cannot be told.
+    pid
+        This process's PID as NVML lists it; ``None`` in a container, where NVML lists the
+        host's PIDs and none can be told from this process (:func:`listed_pid`).
     read_kernel_log
         This boot's kernel log (Linux), ``None`` when this user may not read it.
     """
@@ -67,7 +70,7 @@ class Machine:
     modules: Mapping[str, ModuleType] = field(default_factory=dict)
     read_registry: Callable[[], Mapping[str, int]] = dict
     process_name: Callable[[int], str | None] = lambda pid: None
-    pid: int = 0
+    pid: int | None = 0
     read_kernel_log: Callable[[], str | None] = lambda: None
 
     @classmethod
@@ -89,7 +92,7 @@ class Machine:
             modules=sys.modules,
             read_registry=read_tdr_registry if sys.platform == "win32" else dict,
             process_name=process_name,
-            pid=os.getpid(),
+            pid=listed_pid(),
             read_kernel_log=read_kernel_log if sys.platform == "linux" else lambda: None,
         )
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
 
@@ -36,6 +37,9 @@ _INIT_FAILURES = {
     ),
     "NVML_ERROR_NO_PERMISSION": "no permission to open the NVIDIA device files (/dev/nvidia*)",
 }
+#: The first PID namespace's inode, fixed by Linux (``PROC_PID_INIT_INO``): the driver lists
+#: processes by their PIDs in it, whichever namespace asks.
+FIRST_PID_NAMESPACE = "pid:[4026531836]"
 GPU_IS_LOST = (
     "GPU is lost: it stopped answering the driver (fell off the bus, overheated or lost power); "
     "it needs a reset or a reboot"
@@ -47,8 +51,15 @@ class NvmlBackend:
 
     kind = "nvml"
 
-    def __init__(self, nvml: ModuleType, visible: list[PhysicalDevice], driver: str | None) -> None:
+    def __init__(
+        self,
+        nvml: ModuleType,
+        visible: list[PhysicalDevice],
+        driver: str | None,
+        own_pid: int | None,
+    ) -> None:
         self._nvml = nvml
+        self._own_pid = own_pid
         self._lock = threading.Lock()
         self._closed = False
         self._reported: set[tuple[str, int | None]] = set()
@@ -67,7 +78,10 @@ class NvmlBackend:
 
     @classmethod
     def open(
-        cls, nvml: ModuleType | None = None, cuda_visible_devices: str | None = None
+        cls,
+        nvml: ModuleType | None = None,
+        cuda_visible_devices: str | None = None,
+        own_pid: Callable[[], int | None] | None = None,
     ) -> NvmlBackend:
         """Initialise NVML and find the visible GPUs.
 
@@ -77,6 +91,8 @@ class NvmlBackend:
             The ``pynvml`` module; tests pass a fake one. Imported here, not at extension load.
         cuda_visible_devices
             Defaults to the process's ``CUDA_VISIBLE_DEVICES``.
+        own_pid
+            This process's PID as NVML lists it (:func:`listed_pid`); tests pass another.
 
         Raises
         ------
@@ -105,7 +121,7 @@ class NvmlBackend:
                 f"CUDA_VISIBLE_DEVICES={cuda_visible_devices!r} hides all {len(gpus)} GPU(s)"
             )
         driver = as_text(quietly(nvml, nvml.nvmlSystemGetDriverVersion))
-        return cls(nvml, visible, driver)
+        return cls(nvml, visible, driver, (own_pid or listed_pid)())
 
     def devices(self) -> tuple[DeviceInfo, ...]:
         return self._devices
@@ -140,7 +156,7 @@ class NvmlBackend:
         """Compute and graphics processes other than this one, with the memory each holds."""
         if index in self._lost:
             return ()
-        return memory_held_by_others(self._process_lists(index), os.getpid())
+        return memory_held_by_others(self._process_lists(index), self._own_pid)
 
     def bytes_held_by_others(self, index: int) -> int | None:
         """What the other processes hold on a device; ``None`` where NVML does not list this
@@ -148,7 +164,7 @@ class NvmlBackend:
         very process) or cannot say."""
         if index in self._lost:
             return None
-        return total_held_by_others(self._process_lists(index), os.getpid())
+        return total_held_by_others(self._process_lists(index), self._own_pid)
 
     def _process_lists(self, index: int) -> list[Any]:
         return [
@@ -269,30 +285,58 @@ def _mig_instances(
 PROCESS_LISTS = ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses")
 
 
-def memory_held_by_others(
-    process_lists: Iterable[Iterable[Any]], own_pid: int
-) -> tuple[tuple[int, int], ...]:
-    """``(pid, used_bytes)`` of each process but ``own_pid``, a process in both lists once.
+def listed_pid(read_namespace: Callable[[], str] | None = None) -> int | None:
+    """This process's PID as NVML lists it; ``None`` where NVML cannot name it.
 
-    NVML reports ``usedGpuMemory`` as ``None`` where it cannot tell (Windows under WDDM, or
-    a process in another container); such processes are left out.
+    The driver knows no PID namespaces: in a container (Docker, a Kubernetes pod) NVML lists
+    every process, this one among them, by its PID on the host, which the container cannot
+    learn. There no listed process can be told from this one. Outside Linux, and where the
+    namespace cannot be read, NVML's PIDs are this process's own kind.
     """
-    listed = _listed(process_lists)
+    if not sys.platform.startswith("linux"):
+        return os.getpid()
+    try:
+        namespace = (read_namespace or _pid_namespace)()
+    except OSError:
+        return os.getpid()
+    return os.getpid() if namespace == FIRST_PID_NAMESPACE else None
+
+
+def _pid_namespace() -> str:
+    return os.readlink("/proc/self/ns/pid")
+
+
+def memory_held_by_others(
+    process_lists: Iterable[Iterable[Any]], own_pid: int | None
+) -> tuple[tuple[int, int], ...]:
+    """``(pid, used_bytes)`` of each process but ``own_pid``, a process in both lists once;
+    none where ``own_pid`` is ``None`` (see :func:`listed_pid`): any of them may be this one.
+
+    NVML reports ``usedGpuMemory`` as ``None`` where it cannot tell (Windows under WDDM);
+    such processes are left out.
+    """
+    if own_pid is None:
+        return ()
+    return tuple((pid, used) for pid, used in listed_processes(process_lists) if pid != own_pid)
+
+
+def listed_processes(process_lists: Iterable[Iterable[Any]]) -> tuple[tuple[int, int], ...]:
+    """``(pid, used_bytes)`` of every listed process whose memory NVML tells, by PID."""
     return tuple(
-        (pid, used) for pid, used in sorted(listed.items()) if pid != own_pid and used is not None
+        (pid, used) for pid, used in sorted(_listed(process_lists).items()) if used is not None
     )
 
 
-def total_held_by_others(process_lists: Iterable[Iterable[Any]], own_pid: int) -> int | None:
+def total_held_by_others(process_lists: Iterable[Iterable[Any]], own_pid: int | None) -> int | None:
     """The bytes every process but ``own_pid`` holds, where NVML lists ``own_pid`` too.
 
-    Inside a container NVML gives the host's PIDs, and this process is then listed under a
-    number that is not its own: there, and wherever NVML lists no process at all, the memory of
-    others cannot be told from this process's own, and ``None`` says so. A process whose memory
-    NVML cannot tell (WDDM) counts as holding none.
+    Where NVML cannot name this process (``own_pid`` is ``None``: a container), where it lists
+    it under a number that is not ``own_pid``, and wherever it lists no process at all, the
+    memory of others cannot be told from this process's own, and ``None`` says so. A process
+    whose memory NVML cannot tell (WDDM) counts as holding none.
     """
     listed = _listed(process_lists)
-    if own_pid not in listed:
+    if own_pid is None or own_pid not in listed:
         return None
     return sum(used or 0 for pid, used in listed.items() if pid != own_pid)
 

@@ -17,6 +17,7 @@ from .nvml import (
     as_text,
     enumerate_devices,
     explain_init_failure,
+    listed_processes,
     memory_held_by_others,
     quietly,
 )
@@ -25,13 +26,18 @@ from .visible_devices import select_visible
 
 @dataclass(frozen=True)
 class NvmlGpu:
-    """One whole GPU as NVML numbers it, and the memory other processes hold on it."""
+    """One whole GPU as NVML numbers it, and the memory other processes hold on it.
+
+    ``unattributed`` lists, where NVML cannot name this process (a container), every process
+    NVML lists by the host's PID: this one may be any of them.
+    """
 
     index: int
     name: str
     uuid: str
     total_bytes: int | None
     other_processes: tuple[tuple[int, int], ...] = ()
+    unattributed: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -56,7 +62,7 @@ class NvmlFacts:
 
 
 def read_nvml(
-    open_nvml: Callable[[], ModuleType], cuda_visible_devices: str | None, own_pid: int
+    open_nvml: Callable[[], ModuleType], cuda_visible_devices: str | None, own_pid: int | None
 ) -> NvmlFacts:
     """Read the driver once and shut NVML down again; never raises for a missing driver."""
     try:
@@ -75,24 +81,22 @@ def read_nvml(
         quietly(nvml, nvml.nvmlShutdown)
 
 
-def _read(nvml: ModuleType, cuda_visible_devices: str | None, own_pid: int) -> NvmlFacts:
+def _read(nvml: ModuleType, cuda_visible_devices: str | None, own_pid: int | None) -> NvmlFacts:
     whole, migs = enumerate_devices(nvml)
     visible = select_visible(whole, migs, cuda_visible_devices)
     gpus = []
     for device in whole:
         handle = nvml.nvmlDeviceGetHandleByIndex(device.nvml_index)
         memory = quietly(nvml, nvml.nvmlDeviceGetMemoryInfo, handle)
-        others = memory_held_by_others(
-            (quietly(nvml, getattr(nvml, function), handle) or () for function in PROCESS_LISTS),
-            own_pid,
-        )
+        lists = [quietly(nvml, getattr(nvml, function), handle) or () for function in PROCESS_LISTS]
         gpus.append(
             NvmlGpu(
                 index=device.nvml_index,
                 name=as_text(quietly(nvml, nvml.nvmlDeviceGetName, handle)) or "NVIDIA GPU",
                 uuid=device.uuid,
                 total_bytes=getattr(memory, "total", None),
-                other_processes=others,
+                other_processes=memory_held_by_others(lists, own_pid),
+                unattributed=listed_processes(lists) if own_pid is None else (),
             )
         )
     cuda = quietly(nvml, nvml.nvmlSystemGetCudaDriverVersion)

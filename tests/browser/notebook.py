@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,29 @@ def wait_for_kernel(page: Any, status: str, timeout: float = 120_000) -> None:
         f"{CURRENT}?.sessionContext?.session?.kernel?.status === {json.dumps(status)}",
         timeout=timeout,
     )
+
+
+def save_notebook(page: Any) -> None:
+    """Save the open notebook; returns once Lab has written the file.
+
+    Awaits Lab's own save, never the notebook reading clean: while a guarded cell runs, its live
+    panel redraws up to four times a second, each redraw makes the notebook dirty again, and it
+    read clean for 20 to 230 ms after a save (measured). A browser on a busy machine polled past
+    that moment and waited 30 s for a clean notebook that never came.
+    """
+    page.evaluate(f"{CURRENT}.context.save()")
+
+
+@contextmanager
+def slow_browser(page: Any, rate: float = 50) -> Iterator[None]:
+    """The page's CPU slowed ``rate`` times, as on a machine whose cores are all busy."""
+    devtools = page.context.new_cdp_session(page)
+    devtools.send("Emulation.setCPUThrottlingRate", {"rate": rate})
+    try:
+        yield
+    finally:
+        devtools.send("Emulation.setCPUThrottlingRate", {"rate": 1})
+        devtools.detach()
 
 
 def cell(page: Any, index: int) -> Any:

@@ -27,6 +27,7 @@ from .notebook import (
     kernel_id,
     open_notebook,
     run_cell,
+    save_notebook,
     setup_cells,
     start_cell,
     wait_for_kernel,
@@ -193,7 +194,7 @@ def test_4_saved_and_reloaded_without_its_kernel_the_card_still_applies(page, la
     size = re.search(
         r"Fixed: batch size (\d+) fits", cell(page, failing).locator(CARD).inner_text()
     ).group(1)
-    save(page)
+    save_notebook(page)
     old_kernel = kernel_id(page)
     page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
     page.wait_for_function("!window.jupyterapp.shell.currentWidget.sessionContext.session")
@@ -234,14 +235,9 @@ def test_4_saved_and_reloaded_without_its_kernel_the_card_still_applies(page, la
     shoot(page, "4-reloaded")
 
 
-def save(page) -> None:
-    page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
-    page.wait_for_function("!window.jupyterapp.shell.currentWidget.context.model.dirty")
-
-
 def saved_card(page, lab) -> dict:
     """The failing cell's card output as the saved ``.ipynb`` holds it."""
-    save(page)
+    save_notebook(page)
     notebook = nbformat.read(lab.notebooks / "oom_recovery.ipynb", as_version=4)
     (cell_,) = [c for c in notebook.cells if c.get("id") == FAILING_CELL]
     (bundle,) = [
@@ -375,7 +371,7 @@ def test_5c_an_attempts_output_renders_as_a_notebook_output_and_is_kept(fresh_pa
     assert not RAW.search(kept.text_content()), repr(kept.text_content())
     shoot(page, "5c-attempt-kept")
 
-    save(page)
+    save_notebook(page)
     notebook = nbformat.read(lab.notebooks / name, as_version=4)
     (bundle,) = [
         output.data
@@ -513,8 +509,7 @@ def test_9_a_hung_cell_reloaded_keeps_its_interrupt_and_a_restart_leaves_words(f
     start_cell(page, 1)
     interrupt = cell(page, 1).locator(f"{CARD} button[data-action=interrupt]")
     interrupt.wait_for(timeout=60_000)
-    page.evaluate(f"{CURRENT}.context.save()")
-    page.wait_for_function(f"!{CURRENT}.context.model.dirty")
+    save_notebook(page)
     page.reload()
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
     interrupt.wait_for(timeout=60_000)  # the reloaded page's card
@@ -525,8 +520,7 @@ def test_9_a_hung_cell_reloaded_keeps_its_interrupt_and_a_restart_leaves_words(f
     outputs = cell(page, 1).locator(".jp-OutputArea")
     outputs.get_by_text("the kernel was restarted while this cell ran").wait_for(timeout=30_000)
     assert interrupt.count() == 0  # nothing runs in the new kernel
-    page.evaluate(f"{CURRENT}.context.save()")
-    page.wait_for_function(f"!{CURRENT}.context.model.dirty")
+    save_notebook(page)
     page.reload()
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
     wait_for_kernel(page, "idle")

@@ -242,6 +242,21 @@ def test_another_process_holding_memory_is_a_warning_with_its_pid_and_name():
     assert remedy_ids(memory) == ["memory_growth", "cuda_malloc_async"]
 
 
+def test_in_a_container_the_doctor_names_no_process_as_another():
+    """NVML lists the host's PIDs in a container: the doctor warned that "pid 91234 holds
+    30.0 GiB", which was the person's own kernel, and offered to stop it."""
+    host_pids = FakeGpu(processes=[(91234, 30 * GIB), (91300, 2 * GIB)])
+    report = run_doctor(machine(gpus=[host_pids], pid=None))
+    others = report.check("other_processes")
+    assert others.status is Status.UNKNOWN
+    assert others.verdict.found == (
+        "NVML lists GPU processes by the host's process IDs, which a container cannot tell from "
+        "its own: GPU 0: 2 processes hold 32.0 GiB in all, this one among them if it uses the GPU"
+    )
+    assert remedy_ids(others) == []
+    assert report.check("memory_settings").status is Status.OK  # not "a shared GPU"
+
+
 def test_memory_growth_on_a_shared_gpu_is_fine():
     shared = FakeGpu(processes=[(4242, 30 * GIB)])
     report = run_doctor(machine(gpus=[shared], environ={"TF_FORCE_GPU_ALLOW_GROWTH": "true"}))

@@ -203,7 +203,9 @@ def fake_nvml_meter(jp_serverapp, gpus, init_error=None):
     """The server's meter reading the fake ``pynvml`` (nvidia-ml-py's own error classes)."""
     meter = jp_serverapp.web_app.settings["ipy_gpuguard_meter"]
     nvml = make_fake_nvml(gpus, init_error=init_error)
-    meter.open_telemetry = lambda spec: open_backend(spec, lambda: NvmlBackend.open(nvml))
+    meter.open_telemetry = lambda spec: open_backend(
+        spec, lambda: NvmlBackend.open(nvml, own_pid=os.getpid)
+    )
     return meter
 
 
@@ -237,7 +239,9 @@ async def test_nvml_is_shut_down_with_the_extension(jp_fetch, jp_serverapp):
     """Issue 22: the server extension opened NVML and never shut it down."""
     meter = jp_serverapp.web_app.settings["ipy_gpuguard_meter"]
     nvml = make_fake_nvml([FakeGpu()])
-    meter.open_telemetry = lambda spec: open_backend(spec, lambda: NvmlBackend.open(nvml))
+    meter.open_telemetry = lambda spec: open_backend(
+        spec, lambda: NvmlBackend.open(nvml, own_pid=os.getpid)
+    )
     await jp_fetch("ipy-gpuguard", "api", "v1", "devices")
     assert nvml.initialised
     await jp_serverapp.cleanup_extensions()  # what the server does as it stops

@@ -19,7 +19,9 @@ GIB = 1024**3
 
 
 def guarded(*gpus: FakeGpu) -> GuardedRun:
-    backend = NvmlBackend.open(make_fake_nvml(list(gpus)), cuda_visible_devices=None)
+    backend = NvmlBackend.open(
+        make_fake_nvml(list(gpus)), cuda_visible_devices=None, own_pid=os.getpid
+    )
     return GuardedRun(backend, GuardOptions(show_panel=False), live=False, read_native_log=False)
 
 

@@ -1,12 +1,19 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import pynvml
 import pytest
 
 from ipy_gpuguard.telemetry import TelemetryUnavailable
-from ipy_gpuguard.telemetry.nvml import GPU_IS_LOST, PROCESS_LISTS, NvmlBackend
+from ipy_gpuguard.telemetry.nvml import (
+    FIRST_PID_NAMESPACE,
+    GPU_IS_LOST,
+    PROCESS_LISTS,
+    NvmlBackend,
+    listed_pid,
+)
 
 from .fake_pynvml import FakeGpu, make_fake_nvml
 
@@ -15,7 +22,7 @@ GIB = 1024**3
 
 def open_fake(gpus, visible=None, init_error=None):
     nvml = make_fake_nvml(gpus, init_error=init_error)
-    return NvmlBackend.open(nvml, cuda_visible_devices=visible), nvml
+    return NvmlBackend.open(nvml, cuda_visible_devices=visible, own_pid=os.getpid), nvml
 
 
 def test_reads_memory_utilisation_temperature_and_power():
@@ -49,13 +56,35 @@ def test_the_total_held_by_others_is_summed_where_nvml_lists_this_process_too():
 
 
 def test_the_total_held_by_others_is_unknown_where_this_process_is_not_listed():
-    """In a container NVML lists the host's PIDs: this process is there under another number,
-    and subtracting "others" would subtract its own memory."""
-    in_a_container, _ = open_fake([FakeGpu(processes=[(91234, 12 * GIB), (91300, 2 * GIB)])])
-    assert in_a_container.bytes_held_by_others(0) is None
-    assert in_a_container.other_processes(0) == ((91234, 12 * GIB), (91300, 2 * GIB))
+    """A process that has not used the GPU yet is not listed: what the others hold is then
+    not known to leave this one the rest, though each of them is another."""
+    not_yet, _ = open_fake([FakeGpu(processes=[(91234, 12 * GIB), (91300, 2 * GIB)])])
+    assert not_yet.bytes_held_by_others(0) is None
+    assert not_yet.other_processes(0) == ((91234, 12 * GIB), (91300, 2 * GIB))
     unsupported, _ = open_fake([FakeGpu(unsupported=set(PROCESS_LISTS))])
     assert unsupported.bytes_held_by_others(0) is None
+
+
+def test_in_a_container_no_listed_process_is_named_as_another():
+    """NVML lists the host's PIDs in a container, this kernel's among them: naming one as
+    "another process" blamed the person's own kernel in the card and the doctor."""
+    nvml = make_fake_nvml([FakeGpu(processes=[(91234, 12 * GIB), (91300, 2 * GIB)])])
+    in_a_container = NvmlBackend.open(nvml, cuda_visible_devices=None, own_pid=lambda: None)
+    assert in_a_container.other_processes(0) == ()
+    assert in_a_container.bytes_held_by_others(0) is None
+
+
+def test_this_process_is_listed_by_its_pid_only_in_the_first_pid_namespace(monkeypatch):
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert listed_pid(lambda: FIRST_PID_NAMESPACE) == os.getpid()
+    assert listed_pid(lambda: "pid:[4026532513]") is None  # a container's
+    assert listed_pid(_unreadable) == os.getpid()
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert listed_pid(lambda: "pid:[4026532513]") == os.getpid()  # no PID namespaces there
+
+
+def _unreadable() -> str:
+    raise PermissionError("/proc/self/ns/pid")
 
 
 def test_a_value_the_gpu_does_not_report_is_unknown_not_an_error():
