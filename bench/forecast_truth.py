@@ -75,6 +75,8 @@ os.environ.update(
 from forecast_zoo import ZOO, ZooModel
 from forecast_zoo_held_out import HELD_OUT_ZOO
 
+from ipy_gpuguard.retry.forecast import largest_activation_bytes
+
 MiB = 2**20
 #: Every model the bench can measure.
 MODELS = ZOO + HELD_OUT_ZOO
@@ -178,6 +180,7 @@ def _measure(job: Job) -> dict[str, Any]:
         "trainable_bytes": _bytes(model.trainable_weights),
         "optimizer_bytes": _bytes(model.optimizer.variables),
         "data_bytes": sum(a.nbytes for a in keras.tree.flatten((x, y))),
+        "largest_tensor_bytes": largest_activation_bytes(model),
     }
 
 
@@ -301,6 +304,7 @@ READINGS = (
     "trainable_bytes",
     "optimizer_bytes",
     "data_bytes",
+    "largest_tensor_bytes",
 )
 
 

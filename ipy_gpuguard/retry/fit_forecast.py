@@ -28,6 +28,7 @@ from .forecast import (
     compiled_line,
     forecast_from_line,
     gradient_bytes,
+    largest_activation_bytes,
     project_growth,
 )
 from .probe import replicas_of
@@ -53,6 +54,8 @@ class _Fit:
     #: optimizer's slots, which the first step builds) and the gradients each step adds.
     fixed_bytes: int | None
     epochs: int | None
+    #: What a sample adds to the model's largest layer output, read with the fixed part.
+    largest_tensor_bytes: int = 0
 
 
 class FitForecaster:
@@ -166,7 +169,11 @@ class FitForecaster:
         try:
             held = self._read_held()
             if held is not None:
-                self._fit = replace(fit, fixed_bytes=held + gradient_bytes(model))
+                self._fit = replace(
+                    fit,
+                    fixed_bytes=held + gradient_bytes(model),
+                    largest_tensor_bytes=largest_activation_bytes(model),
+                )
         except Exception as error:  # the guard's own, never the person's
             self.error = f"{type(error).__name__}: {error}"
 
@@ -215,7 +222,11 @@ class FitForecaster:
             return None
         peak = self._read_peak()
         line = (
-            None if peak is None else MemoryLine.measured(fit.device_batch, peak, fit.fixed_bytes)
+            None
+            if peak is None
+            else MemoryLine.measured(
+                fit.device_batch, peak, fit.fixed_bytes, fit.largest_tensor_bytes
+            )
         )
         if line is None:
             self.unforeseen = Unforeseen.PEAK_UNKNOWN if peak is None else Unforeseen.NO_GROWTH

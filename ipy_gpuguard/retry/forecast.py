@@ -15,6 +15,13 @@ little in the fixed part puts too much in each sample, which makes the largest b
 as long as the measured size itself fits (extrapolating down from a size past the capacity would
 err the other way); and a headroom is kept of the memory the batch may use for what the line
 does not see (fragmentation, the allocator's rounding).
+
+A measured line also keeps the model's largest tensor free. The BFC allocator (TensorFlow's,
+and XLA's on a GPU) hands out a free chunk whole when it is less than twice the request: near
+the limit one request can take the whole of what is left, and the next fails with a seventh
+of the memory unused (a text CNN's step, whose memory is a straight line in the batch, ran
+out at 86% of a 512 MiB limit, where its 103 MiB activation took a 195 MiB chunk). So the
+largest batch leaves room for one more of the largest layer output per sample.
 """
 
 from __future__ import annotations
@@ -31,6 +38,9 @@ from ..record.forecast import Basis, Forecast, Growth
 #: allocator's rounding and fragmentation, which come of the step's own allocations; weights and
 #: slots, allocated once, lie packed.
 HEADROOM = 0.08
+#: The headroom of a measured line that also keeps the largest tensor free
+#: (:meth:`MemoryLine.measured`), whose slack is the fragmentation that cost most.
+MEASURED_HEADROOM = 0.04
 #: Epochs of steady growth a projection needs before it names the epoch that fills the device.
 GROWTH_EPOCHS = 3
 #: Sizes above the cell's at which the compiled forecast may ask XLA to check its largest batch.
@@ -39,10 +49,13 @@ COMPILED_CHECKS = 3
 
 @dataclass(frozen=True)
 class MemoryLine:
-    """A step's memory as ``fixed_bytes + per_sample_bytes * batch``."""
+    """A step's memory as ``fixed_bytes + per_sample_bytes * batch``, and what its largest
+    batch keeps free: ``slack_per_sample_bytes`` (the largest tensor) and ``headroom``."""
 
     fixed_bytes: float
     per_sample_bytes: float
+    slack_per_sample_bytes: float = 0.0
+    headroom: float = HEADROOM
 
     @classmethod
     def through(cls, needs: Mapping[int, int]) -> MemoryLine | None:
@@ -58,21 +71,33 @@ class MemoryLine:
         return cls(needs[large] - per_sample * large, per_sample)
 
     @classmethod
-    def measured(cls, batch: int, peak_bytes: int, fixed_bytes: int) -> MemoryLine | None:
+    def measured(
+        cls, batch: int, peak_bytes: int, fixed_bytes: int, largest_tensor_bytes: int = 0
+    ) -> MemoryLine | None:
         """The line through one measured peak whose fixed part is the model's own variables;
-        ``None`` when the peak holds no more than them (nothing to learn per sample)."""
+        ``None`` when the peak holds no more than them (nothing to learn per sample).
+
+        ``largest_tensor_bytes`` is what a sample adds to the step's largest tensor
+        (:func:`largest_activation_bytes`): kept free, with :data:`MEASURED_HEADROOM`; where it
+        is not known (0), :data:`HEADROOM` alone is kept.
+        """
         if batch <= 0 or peak_bytes <= fixed_bytes:
             return None
-        return cls(fixed_bytes, (peak_bytes - fixed_bytes) / batch)
+        per_sample = (peak_bytes - fixed_bytes) / batch
+        if largest_tensor_bytes <= 0:
+            return cls(fixed_bytes, per_sample)
+        return cls(fixed_bytes, per_sample, largest_tensor_bytes, MEASURED_HEADROOM)
 
     def peak_at(self, batch: int) -> int:
         return round(self.fixed_bytes + self.per_sample_bytes * batch)
 
-    def largest_batch(self, capacity_bytes: int, headroom: float = HEADROOM) -> int:
-        """The largest batch whose part per sample stays within ``1 - headroom`` of the memory
-        the fixed part leaves; 0 when even the fixed part does not fit."""
-        usable = (capacity_bytes - self.fixed_bytes) * (1 - headroom)
-        return max(int(usable // self.per_sample_bytes), 0)
+    def largest_batch(self, capacity_bytes: int, headroom: float | None = None) -> int:
+        """The largest batch whose part per sample, and its slack, stay within
+        ``1 - headroom`` (the line's own unless given) of the memory the fixed part leaves;
+        0 when even the fixed part does not fit."""
+        kept = self.headroom if headroom is None else headroom
+        usable = (capacity_bytes - self.fixed_bytes) * (1 - kept)
+        return max(int(usable // (self.per_sample_bytes + self.slack_per_sample_bytes)), 0)
 
 
 def forecast_from_line(
@@ -103,32 +128,37 @@ def compiled_line(
     and the largest batch it gives, checked: ``None`` where memory does not grow with the batch.
 
     XLA may lay a step out otherwise for a larger batch (a recommender's needs rose 123 MB
-    between batch 256 and 512, then 0.2 MB a sample), so a line through two small sizes can
-    promise far too much. The largest batch is therefore asked of XLA too, and kept where XLA's
+    between batch 256 and 512, then 0.2 MB a sample), so a line through two sizes can promise
+    far too much, above the cell's batch or, where the step changes between half the batch and
+    the batch, below it. The largest batch is therefore asked of XLA too, and kept where XLA's
     need there leaves at least half the headroom free; else the line through the two largest
-    sizes asked gives the next, at most :data:`COMPILED_CHECKS` times, and a size never
-    confirmed falls back to the cell's own. Below the cell's size nothing is asked: the line
-    only interpolates there.
+    sizes asked gives the next, at most :data:`COMPILED_CHECKS` times. A size never confirmed
+    falls back to the largest size asked that fits (the cell's own, where it does), or to 0.
     """
     half = max(batch // 2, 1)
     needs = {half: need(half), batch: need(batch)}
     line = MemoryLine.through(needs)
     if line is None:
         return None
-    proposing = line
-    largest = line.largest_batch(capacity_bytes)
-    if largest <= batch:
-        return line, largest
-    for _ in range(COMPILED_CHECKS):
-        needs[largest] = need(largest)
+    proposing, largest = line, line.largest_batch(capacity_bytes)
+
+    def confirmed() -> int:
         kept_free = HEADROOM / 2 * (capacity_bytes - proposing.fixed_bytes)
-        if needs[largest] <= capacity_bytes - kept_free:
+        fitting = [size for size, bytes_ in needs.items() if bytes_ <= capacity_bytes - kept_free]
+        return max(fitting, default=0)
+
+    for _ in range(COMPILED_CHECKS):
+        if largest <= 0:
+            break
+        if largest not in needs:
+            needs[largest] = need(largest)
+        if confirmed() == largest:
             return line, largest
         steeper = MemoryLine.through(needs)  # through the two largest sizes asked
-        if steeper is None or not batch < steeper.largest_batch(capacity_bytes) < largest:
+        if steeper is None or not confirmed() < steeper.largest_batch(capacity_bytes) < largest:
             break
         proposing, largest = steeper, steeper.largest_batch(capacity_bytes)
-    return line, batch  # within the headroom by the line through the cell's own size
+    return line, confirmed()
 
 
 def project_growth(
@@ -154,6 +184,55 @@ def project_growth(
     if epochs is not None and fills_at > epochs:
         return Growth(rate, None)
     return Growth(rate, fills_at)
+
+
+def largest_activation_bytes(model: Any) -> int:
+    """The bytes a sample adds to the model's largest layer output: the largest tensor its step
+    makes per sample, forward or (as its gradient) backward; 0 where none can be read.
+
+    Read from the layers' symbolic outputs, never from values. A layer without one (those of a
+    subclassed model, never called on symbolic inputs) or whose shape is not fixed (sequences of
+    any length) is passed over; a model with none readable gives 0, and its line keeps the plain
+    headroom. Tensors inside a layer (a convolution's workspace) are not outputs: where they are
+    larger, the headroom is what covers them.
+    """
+    largest = 0
+    for layer in _layers(model):
+        try:
+            outputs = layer.output
+        except Exception:  # Keras raises when the layer was never called on symbolic inputs
+            continue
+        for output in _tensors(outputs):
+            largest = max(largest, _bytes_per_sample(output))
+    return largest
+
+
+def _layers(model: Any) -> list[Any]:
+    """The model's layers, those of models nested in it included."""
+    layers = []
+    for layer in getattr(model, "layers", None) or ():
+        layers.append(layer)
+        layers.extend(_layers(layer))
+    return layers
+
+
+def _tensors(value: Any) -> list[Any]:
+    if isinstance(value, Mapping):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        return [tensor for item in value for tensor in _tensors(item)]
+    return [value]
+
+
+def _bytes_per_sample(tensor: Any) -> int:
+    shape = getattr(tensor, "shape", None)
+    itemsize = _itemsize(getattr(tensor, "dtype", None))
+    if shape is None or itemsize is None:
+        return 0
+    dimensions = list(shape)[1:]
+    if not all(isinstance(d, int) for d in dimensions):
+        return 0
+    return int(math.prod(dimensions)) * itemsize
 
 
 def gradient_bytes(model: Any) -> int:

@@ -1,0 +1,108 @@
+"""The largest tensor a step makes per sample, read from a real Keras model's layers, and the
+room a measured forecast keeps for it (BFC hands a free chunk out whole when it is less than
+twice the request)."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+
+from ipy_gpuguard.record.forecast import Basis, Capacity
+from ipy_gpuguard.retry.fit_forecast import MEASURED_AFTER, FitForecaster
+from ipy_gpuguard.retry.forecast import (
+    HEADROOM,
+    MEASURED_HEADROOM,
+    MemoryLine,
+    largest_activation_bytes,
+)
+from ipy_gpuguard.watchdog.progress import StepRecorder
+
+MiB = 2**20
+
+
+def conv_net(dtype: str | None = None) -> keras.Model:
+    return keras.Sequential(
+        [
+            keras.Input((32, 32, 3)),
+            keras.layers.Conv2D(16, 3, padding="same", dtype=dtype),  # 32 * 32 * 16: the largest
+            keras.layers.MaxPooling2D(dtype=dtype),
+            keras.layers.Flatten(dtype=dtype),
+            keras.layers.Dense(10, dtype=dtype),
+        ]
+    )
+
+
+def test_the_largest_layer_output_is_read_per_sample_in_its_own_dtype():
+    assert largest_activation_bytes(conv_net()) == 32 * 32 * 16 * 4
+    assert largest_activation_bytes(conv_net("mixed_float16")) == 32 * 32 * 16 * 2
+
+
+def test_a_model_nested_in_another_is_looked_into():
+    inputs = keras.Input((64,))
+    wide = keras.Sequential([keras.Input((64,)), keras.layers.Dense(4096), keras.layers.Dense(8)])
+    outer = keras.Model(inputs, keras.layers.Dense(2)(wide(inputs)))
+    assert largest_activation_bytes(outer) == 4096 * 4
+
+
+def test_what_cannot_be_read_is_passed_over_and_a_model_of_none_gives_nothing():
+    class Subclassed(keras.Model):
+        def __init__(self) -> None:
+            super().__init__()
+            self.dense = keras.layers.Dense(4096)
+
+        def call(self, x):
+            return self.dense(x)
+
+    assert largest_activation_bytes(Subclassed()) == 0  # no symbolic outputs
+    texts = keras.Sequential(
+        [keras.Input((None,), dtype="int32"), keras.layers.Embedding(100, 32), keras.layers.LSTM(8)]
+    )
+    assert largest_activation_bytes(texts) == 8 * 4  # sequences of any length: passed over
+    assert largest_activation_bytes(object()) == 0
+
+
+def test_a_measured_line_leaves_room_for_one_more_of_the_largest_tensor():
+    """Near the limit one request may take a free chunk of almost twice its size whole: at the
+    largest batch, what the step leaves is at least one largest tensor more."""
+    fixed, per_sample, largest_tensor = 100 * MiB, 2 * MiB, MiB // 2
+    capacity = 1024 * MiB
+    line = MemoryLine.measured(64, fixed + 64 * per_sample, fixed, largest_tensor)
+    assert line is not None
+    batch = line.largest_batch(capacity)
+    usable = (capacity - fixed) * (1 - MEASURED_HEADROOM)
+    assert (per_sample + largest_tensor) * batch <= usable
+    assert (per_sample + largest_tensor) * (batch + 1) > usable
+    assert capacity - line.peak_at(batch) >= largest_tensor * batch
+
+
+def test_without_the_largest_tensor_the_line_keeps_the_plain_headroom():
+    line = MemoryLine.measured(64, 228 * MiB, 100 * MiB)
+    assert line == MemoryLine(100 * MiB, 2 * MiB)
+    assert line.headroom == HEADROOM
+
+
+def test_the_forecaster_keeps_the_largest_tensor_of_the_persons_model_free():
+    model = conv_net()
+    steps = StepRecorder()
+    forecaster = FitForecaster(
+        steps, lambda: Capacity(2048 * MiB), read_peak=lambda: 200 * MiB, read_held=lambda: 10 * MiB
+    )
+    forecaster.fit_began(model, {"x": np.zeros((1024, 32, 32, 3)), "batch_size": 64}, 16)
+    steps.step()
+    forecaster.first_step_ended(model)
+    for _ in range(MEASURED_AFTER - 1):
+        steps.step()
+    forecast = forecaster.look()
+    assert forecast is not None
+    assert forecast.basis is Basis.MEASURED
+    fixed = 10 * MiB + sum(int(np.prod(w.shape)) * 4 for w in model.trainable_weights)
+    per_sample = (200 * MiB - fixed) / 64
+    usable = (2048 * MiB - fixed) * (1 - MEASURED_HEADROOM)
+    assert forecast.largest_batch == int(usable // (per_sample + 32 * 32 * 16 * 4))
+
+
+@pytest.mark.parametrize("headroom", [0.0, 0.5])
+def test_a_headroom_given_overrides_the_lines_own(headroom):
+    line = MemoryLine(0, MiB, MiB, MEASURED_HEADROOM)
+    assert line.largest_batch(1024 * MiB, headroom) == int(1024 * (1 - headroom) // 2)
