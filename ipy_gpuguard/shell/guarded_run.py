@@ -106,6 +106,8 @@ class GuardedRun:
         self._native_log = NativeLogTee(pipe_drain) if read_native_log else None
         self.log_lines: tuple[str, ...] = ()
         self._allocator_baseline: int | None = None
+        #: What other processes hold of each watched device, read on the sampler's thread.
+        self._held_by_others: dict[int, int | None] = {}
         self._sampler = Sampler(
             backend,
             self._allocators,
@@ -293,11 +295,20 @@ class GuardedRun:
     def capacity(self) -> Capacity | None:
         """The memory of the smallest watched device that the framework's allocator may take:
         the device's own, less what other processes hold of it (a second kernel, a stale one),
-        or less still where the allocator is held to less (JAX's pool)."""
+        or less still where the allocator is held to less (JAX's pool).
+
+        What others hold is the sampler's last reading (:meth:`read_held_by_others`): called
+        from the person's thread as a fit begins, this reads no NVML, whose calls a stalled
+        driver or a sampler inside one can hold for seconds. Before the first reading, and
+        where others would hold the whole device or more (bindings that misread NVML's
+        structures), the device counts whole.
+        """
         capacities = []
         for info in self._devices:
-            others = self._backend.bytes_held_by_others(info.index) or 0
-            free = max(info.total_bytes - others, 0) if info.total_bytes else None
+            others = self._held_by_others.get(info.index) or 0
+            if info.total_bytes and others >= info.total_bytes:
+                others = 0
+            free = info.total_bytes - others if info.total_bytes else None
             limit = self._allocators.limit_bytes(info.index) or None
             if free is not None and (limit is None or free <= limit):
                 capacities.append(Capacity(free, others))
@@ -334,8 +345,21 @@ class GuardedRun:
         if self._panel is not None:
             self._panel.end()
 
+    def read_held_by_others(self) -> None:
+        """From the sampler's thread, with every sample: what other processes hold of each
+        watched device, for :meth:`capacity`; unknown for a device whose reading fails."""
+        held: dict[int, int | None] = {}
+        for info in self._devices:
+            try:
+                held[info.index] = self._backend.bytes_held_by_others(info.index)
+            except Exception:  # the bindings' own; the device then counts whole
+                held[info.index] = None
+        self._held_by_others = held
+
     def _sampled(self, sample: Sample) -> None:
-        """From the sampler's thread: forecast, redraw the panel, update the state file."""
+        """From the sampler's thread: what others hold, the forecast, the panel's drawing, the
+        state file."""
+        self.read_held_by_others()
         self.forecaster.look()
         if self._panel is not None:
             self._panel.draw(self.view)
