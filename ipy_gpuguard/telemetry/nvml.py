@@ -291,7 +291,7 @@ def listed_pid(read_namespace: Callable[[], str] | None = None) -> int | None:
     The driver knows no PID namespaces: in a container (Docker, a Kubernetes pod) NVML lists
     every process, this one among them, by its PID on the host, which the container cannot
     learn. There no listed process can be told from this one. Outside Linux, and where the
-    namespace cannot be read, NVML's PIDs are this process's own kind.
+    namespace cannot be read, NVML's PIDs are taken to be the ones this process knows.
     """
     if not sys.platform.startswith("linux"):
         return os.getpid()
