@@ -198,13 +198,21 @@ def largest_activation_bytes(model: Any) -> int:
     """
     largest = 0
     for layer in _layers(model):
-        try:
-            outputs = layer.output
-        except Exception:  # Keras raises when the layer was never called on symbolic inputs
-            continue
-        for output in _tensors(outputs):
+        for output in _tensors(_symbolic_outputs(layer)):
             largest = max(largest, _bytes_per_sample(output))
     return largest
+
+
+def _symbolic_outputs(layer: Any) -> list[Any]:
+    """The outputs Keras recorded each time the layer was called on symbolic inputs, read from
+    its nodes' plain attributes: never through ``layer.output``, a property the person's layer
+    may override (reading it would run their code). Keras 3 keeps the nodes in
+    ``_inbound_nodes``, Keras 2 in ``_inbound_nodes_value``."""
+    state = getattr(layer, "__dict__", {})
+    nodes = state.get("_inbound_nodes", state.get("_inbound_nodes_value"))
+    if not isinstance(nodes, list):
+        return []
+    return [getattr(node, "__dict__", {}).get("outputs") for node in nodes]
 
 
 def _layers(model: Any) -> list[Any]:
@@ -217,6 +225,8 @@ def _layers(model: Any) -> list[Any]:
 
 
 def _tensors(value: Any) -> list[Any]:
+    if value is None:
+        return []
     if isinstance(value, Mapping):
         value = list(value.values())
     if isinstance(value, list | tuple):

@@ -62,6 +62,33 @@ def test_what_cannot_be_read_is_passed_over_and_a_model_of_none_gives_nothing():
     assert largest_activation_bytes(object()) == 0
 
 
+def test_a_layer_called_twice_is_read_at_each_call():
+    """A layer shared between inputs makes one output a call: the second can be the larger."""
+    single, sequence = keras.Input((16,)), keras.Input((32, 16))
+    shared = keras.layers.Dense(64)
+    first = keras.layers.Dense(1)(shared(single))
+    pooled = keras.layers.GlobalAveragePooling1D()(shared(sequence))  # 32 * 64 a sample
+    model = keras.Model([single, sequence], [first, keras.layers.Dense(1)(pooled)])
+    assert largest_activation_bytes(model) == 32 * 64 * 4
+
+
+def test_reading_the_largest_tensor_runs_none_of_the_persons_code():
+    """A layer may override ``output``: the forecast reads what Keras recorded, and the
+    person's property never runs on the guard's account."""
+    calls = []
+
+    class Watched(keras.layers.Dense):
+        @property
+        def output(self):
+            calls.append(self.name)
+            return super().output
+
+    model = keras.Sequential([keras.Input((8,)), Watched(1024), keras.layers.Dense(2)])
+    calls.clear()  # Keras' own reads, as the model was built
+    assert largest_activation_bytes(model) == 1024 * 4
+    assert calls == []
+
+
 def test_a_measured_line_leaves_room_for_one_more_of_the_largest_tensor():
     """Near the limit one request may take a free chunk of almost twice its size whole: at the
     largest batch, what the step leaves is at least one largest tensor more."""
