@@ -12,6 +12,13 @@ MEASURED_HEADROOM` kept free): its largest batch, its error against T, and wheth
 A third of the first zoo's models is held out by a hash of its name; the models of
 :mod:`forecast_zoo_held_out`, added after the forecast's rule, are all held out.
 
+Saved runs under several limits give a table for each (2048 MiB: about 40 minutes).
+
+T is the largest batch that fitted, bracketed to 2%: a forecast above it and below the smallest
+batch that ran out of memory is undecided by the search, and is trained ``--tries`` times at
+its own size, each in a fresh process. "Ran out of memory at the forecast" counts the forecasts
+that did so there, or that lay at or past a size that did: the crashes.
+
 Run: .venv/bin/python bench/forecast.py [--models mlp,cnn] [--limit-mb 512]   (about 20 minutes)
      .venv/bin/python bench/forecast.py --truth /tmp/fz/truth.json [--truth ...]   (saved runs)
 """
@@ -52,12 +59,39 @@ def forecast_of(model: dict[str, Any], capacity_bytes: int, keep_largest: bool) 
 RULES = ((True, "largest tensor kept"), (False, f"headroom {HEADROOM:.0%} alone"))
 
 
-def table(models: list[dict[str, Any]], capacity_bytes: int) -> str:
+def smallest_failed(model: dict[str, Any]) -> int | None:
+    """The smallest batch that ran out of memory in the search for T."""
+    return min((t["batch"] for t in model["trials"] if not t["fits"]), default=None)
+
+
+def undecided(models: list[dict[str, Any]], capacity_bytes: int) -> set[tuple[str, int]]:
+    """The forecasts above T that the search did not decide: T is the largest batch that
+    fitted, within 2%, so a forecast between it and the smallest size that failed may fit."""
+    sizes = set()
+    for model in models:
+        for keep_largest, _ in RULES:
+            largest = forecast_of(model, capacity_bytes, keep_largest)
+            failed = smallest_failed(model)
+            if (
+                largest is not None
+                and model["T"] < largest
+                and (failed is None or largest < failed)
+            ):
+                sizes.add((model["name"], largest))
+    return sizes
+
+
+#: Of a forecast tried, how many of its trials fitted and how many were made.
+Tried = dict[tuple[str, int], tuple[int, int]]
+
+
+def table(models: list[dict[str, Any]], capacity_bytes: int, tried: Tried) -> str:
     rows = [
         f"| model | family | T | forecast from T/4 | error | {RULES[1][1]}: forecast | error |",
         "|---|---|---|---|---|---|---|",
     ]
     errors: dict[tuple[bool, bool], list[float]] = {}
+    outcomes: dict[tuple[bool, bool], list[str]] = {}
     for model in models:
         cells = []
         for keep_largest, _ in RULES:
@@ -65,9 +99,12 @@ def table(models: list[dict[str, Any]], capacity_bytes: int) -> str:
             if largest is None:
                 cells += ["none", ""]
                 continue
+            group = (keep_largest, held_out(model["name"]))
             error = (largest - model["T"]) / model["T"]
-            errors.setdefault((keep_largest, held_out(model["name"])), []).append(error)
-            cells += [str(largest), f"{error:+.1%}{' above' if error > 0 else ''}"]
+            errors.setdefault(group, []).append(error)
+            verdict, outcome = above_t(model, largest, tried)
+            outcomes.setdefault(group, []).append(outcome)
+            cells += [str(largest), f"{error:+.1%}{verdict}"]
         mark = " (held out)" if held_out(model["name"]) else ""
         rows.append(
             f"| {model['name']}{mark} | {model['family']} | {model['T']} | {' | '.join(cells)} |"
@@ -75,9 +112,41 @@ def table(models: list[dict[str, Any]], capacity_bytes: int) -> str:
     rows.append("")
     for keep_largest, rule in RULES:
         for is_held, name in ((False, "tuned on"), (True, "held out")):
-            if errors.get((keep_largest, is_held)):
-                rows.append(error_summary(f"{rule}, {name}", errors[(keep_largest, is_held)]))
+            group = (keep_largest, is_held)
+            if errors.get(group):
+                summary = error_summary(f"{rule}, {name}", errors[group])
+                crashed, untried = (outcomes[group].count(o) for o in ("crashed", "untried"))
+                rows.append(
+                    f"{summary}; ran out of memory at the forecast {crashed}"
+                    + (f", {untried} not tried" if untried else "")
+                )
     return "\n".join(rows)
+
+
+def above_t(model: dict[str, Any], largest: int, tried: Tried) -> tuple[str, str]:
+    """What the table says of a forecast above T, and its outcome: "crashed" at or past a size
+    that failed in the search, or in any trial of its own; "fitted" in every one; "untried";
+    "" for a forecast at or below T."""
+    if largest <= model["T"]:
+        return "", ""
+    failed = smallest_failed(model)
+    if failed is not None and largest >= failed:
+        return f" above (≥ {failed}, which ran out of memory)", "crashed"
+    if (model["name"], largest) not in tried:
+        return " above (not tried)", "untried"
+    fitted, made = tried[(model["name"], largest)]
+    return f" above (fitted {fitted} of {made} tries)", "fitted" if fitted == made else "crashed"
+
+
+def try_forecasts(models: list[dict[str, Any]], limit_mb: int, tries: int) -> Tried:
+    """Train each undecided forecast ``tries`` times, each in a fresh process (T itself moves
+    a little from process to process)."""
+    bench = forecast_truth.bench_for(limit_mb)
+    tried: Tried = {}
+    for name, batch in sorted(undecided(models, limit_mb * 2**20)):
+        fitted = sum(bench.trial(name, batch, None).fits for _ in range(tries))
+        tried[(name, batch)] = (fitted, tries)
+    return tried
 
 
 def error_summary(label: str, errors: list[float]) -> str:
@@ -95,18 +164,31 @@ def main(argv: list[str]) -> None:
     )
     parser.add_argument("--limit-mb", type=int, default=512)
     parser.add_argument("--models", default=None)
+    parser.add_argument(
+        "--tries",
+        type=int,
+        default=3,
+        help="trials of each forecast above T that the search did not decide (0: none)",
+    )
     args = parser.parse_args(argv)
     paths = args.truth or [Path("/tmp/fz/truth.json")]
     if args.truth is None:
         models = ["--models", args.models] if args.models else []
         forecast_truth.main([str(paths[0]), "--limit-mb", str(args.limit_mb), *models])
     truths = [json.loads(path.read_text()) for path in paths]
-    (limit_mb,) = {truth["settings"]["limit_mb"] for truth in truths}
-    print(
-        f"\nForecast (the largest tensor and {MEASURED_HEADROOM:.0%} kept free) against T, "
-        f"beside the rule of {HEADROOM:.0%} alone:"
-    )
-    print(table([model for truth in truths for model in truth["models"]], limit_mb * 2**20))
+    for limit_mb in sorted({truth["settings"]["limit_mb"] for truth in truths}):
+        models = [
+            model
+            for truth in truths
+            if truth["settings"]["limit_mb"] == limit_mb
+            for model in truth["models"]
+        ]
+        print(
+            f"\nUnder {limit_mb} MiB: the forecast (the largest tensor and "
+            f"{MEASURED_HEADROOM:.0%} kept free) against T, beside the rule of {HEADROOM:.0%} alone:"
+        )
+        tried = try_forecasts(models, limit_mb, args.tries) if args.tries else {}
+        print(table(models, limit_mb * 2**20, tried))
 
 
 if __name__ == "__main__":

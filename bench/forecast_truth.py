@@ -288,6 +288,14 @@ class Bench:
         return Trial(batch, fits, result["peak_bytes"], seconds, result["fit_seconds"], expected)
 
 
+def bench_for(limit_mb: int, precision: float = 0.02, inter_op_threads: int = 1) -> Bench:
+    """A bench whose trials are forked from a server that has imported TensorFlow, Keras and
+    the zoos."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["tensorflow", "keras", "forecast_zoo", "forecast_zoo_held_out"])
+    return Bench(limit_mb, precision, inter_op_threads, context)
+
+
 def largest_batch(bench: Bench, model: str) -> tuple[int, bool, list[Trial]]:
     """T, whether its bracket settled within ``MAX_TRIALS``, and the trials."""
     trials, capacity = [bench.trial(model, START, None)], bench.limit_mb * MiB
@@ -402,9 +410,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--models", type=lambda s: s.split(","), default=[m.name for m in MODELS])
     parser.add_argument("--linearity", type=lambda s: s.split(","), default=[])
     args = parser.parse_args(argv)
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["tensorflow", "keras", "forecast_zoo", "forecast_zoo_held_out"])
-    bench = Bench(args.limit_mb, args.precision, args.inter_op_threads, context)
+    bench = bench_for(args.limit_mb, args.precision, args.inter_op_threads)
     settings = {
         "limit_mb": bench.limit_mb,
         "precision": bench.precision,
