@@ -6,8 +6,8 @@ forecast is then what the guard makes of that run (:class:`~ipy_gpuguard.retry.f
 MemoryLine` through the allocator's peak, with what the allocator held before the fit as the
 fixed part, the model's largest tensor and :data:`~ipy_gpuguard.retry.forecast.
 MEASURED_HEADROOM` kept free): its largest batch, its error against T, and whether it is above T
-(the one error that costs a crash). Beside it, the rule before the largest tensor was kept free:
-:data:`~ipy_gpuguard.retry.forecast.HEADROOM` alone.
+(the one error that costs a crash). Beside it, the rule before, which also counted the
+gradients' bytes in the fixed part.
 
 A third of the first zoo's models is held out by a hash of its name; the models of
 :mod:`forecast_zoo_held_out`, added after the forecast's rule, are all held out.
@@ -36,7 +36,7 @@ from typing import Any
 import forecast_truth
 from forecast_zoo_held_out import HELD_OUT_ZOO
 
-from ipy_gpuguard.retry.forecast import HEADROOM, MEASURED_HEADROOM, MemoryLine
+from ipy_gpuguard.retry.forecast import MEASURED_HEADROOM, MemoryLine
 
 
 def held_out(name: str) -> bool:
@@ -45,18 +45,18 @@ def held_out(name: str) -> bool:
     return later or hashlib.sha256(name.encode()).digest()[0] % 3 == 0
 
 
-def forecast_of(model: dict[str, Any], capacity_bytes: int, keep_largest: bool) -> int | None:
-    """The guard's largest batch from the run at T//4, as its forecaster makes it; without
-    ``keep_largest``, as it made it before the largest tensor was kept free."""
-    fixed = model["resident_bytes"] + model["trainable_bytes"]  # held as fit began, gradients
-    largest_tensor = model.get("largest_tensor_bytes", 0) if keep_largest else 0
+def forecast_of(model: dict[str, Any], capacity_bytes: int, with_gradients: bool) -> int | None:
+    """The guard's largest batch from the run at T//4, as its forecaster makes it: what the
+    allocator held as the fit began is the fixed part; ``with_gradients``, as it made it before,
+    with the gradients' bytes added to it."""
+    fixed = model["resident_bytes"] + (model["trainable_bytes"] if with_gradients else 0)
     line = MemoryLine.measured(
-        model["quarter_batch"], model["peak_at_quarter"], fixed, largest_tensor
+        model["quarter_batch"], model["peak_at_quarter"], fixed, model["largest_tensor_bytes"]
     )
     return None if line is None else line.largest_batch(capacity_bytes)
 
 
-RULES = ((True, "largest tensor kept"), (False, f"headroom {HEADROOM:.0%} alone"))
+RULES = ((False, "held as fixed"), (True, "held and gradients as fixed"))
 
 
 def smallest_failed(model: dict[str, Any]) -> int | None:
@@ -69,8 +69,8 @@ def undecided(models: list[dict[str, Any]], capacity_bytes: int) -> set[tuple[st
     fitted, within 2%, so a forecast between it and the smallest size that failed may fit."""
     sizes = set()
     for model in models:
-        for keep_largest, _ in RULES:
-            largest = forecast_of(model, capacity_bytes, keep_largest)
+        for with_gradients, _ in RULES:
+            largest = forecast_of(model, capacity_bytes, with_gradients)
             failed = smallest_failed(model)
             if (
                 largest is not None
@@ -94,12 +94,12 @@ def table(models: list[dict[str, Any]], capacity_bytes: int, tried: Tried) -> st
     outcomes: dict[tuple[bool, bool], list[str]] = {}
     for model in models:
         cells = []
-        for keep_largest, _ in RULES:
-            largest = forecast_of(model, capacity_bytes, keep_largest)
+        for with_gradients, _ in RULES:
+            largest = forecast_of(model, capacity_bytes, with_gradients)
             if largest is None:
                 cells += ["none", ""]
                 continue
-            group = (keep_largest, held_out(model["name"]))
+            group = (with_gradients, held_out(model["name"]))
             error = (largest - model["T"]) / model["T"]
             errors.setdefault(group, []).append(error)
             verdict, outcome = above_t(model, largest, tried)
@@ -110,9 +110,9 @@ def table(models: list[dict[str, Any]], capacity_bytes: int, tried: Tried) -> st
             f"| {model['name']}{mark} | {model['family']} | {model['T']} | {' | '.join(cells)} |"
         )
     rows.append("")
-    for keep_largest, rule in RULES:
+    for with_gradients, rule in RULES:
         for is_held, name in ((False, "tuned on"), (True, "held out")):
-            group = (keep_largest, is_held)
+            group = (with_gradients, is_held)
             if errors.get(group):
                 summary = error_summary(f"{rule}, {name}", errors[group])
                 crashed, untried = (outcomes[group].count(o) for o in ("crashed", "untried"))
@@ -184,8 +184,9 @@ def main(argv: list[str]) -> None:
             for model in truth["models"]
         ]
         print(
-            f"\nUnder {limit_mb} MiB: the forecast (the largest tensor and "
-            f"{MEASURED_HEADROOM:.0%} kept free) against T, beside the rule of {HEADROOM:.0%} alone:"
+            f"\nUnder {limit_mb} MiB: the forecast (what the allocator held as the fit began as "
+            f"the fixed part; the largest tensor and {MEASURED_HEADROOM:.0%} kept free) against T, "
+            "beside the rule that added the gradients to the fixed part:"
         )
         tried = try_forecasts(models, limit_mb, args.tries) if args.tries else {}
         print(table(models, limit_mb * 2**20, tried))

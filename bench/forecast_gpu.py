@@ -8,7 +8,7 @@ several at once, with the framework's allocator held to ``--capacity-mib`` (JAX:
 (``jit_compile="auto"``: XLA on JAX, eager on PyTorch). In that process:
 
 1. a fit of 3 steps at ``--batch``, read as the guard reads a fit: the allocator's peak, and
-   what it holds after the first step plus the gradients (first, because JAX's peak counts from
+   what it holds after the first step (first, because JAX's peak counts from
    the start of the process and cannot be reset);
 2. T, the largest batch that really trains on the device: steps up or down from where that
    run's line meets the limit, each larger than the last (25% first), until the outcome changes,
@@ -45,7 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
 
-from ipy_gpuguard.retry.forecast import MemoryLine, gradient_bytes
+from ipy_gpuguard.retry.forecast import MemoryLine
 
 MiB = 2**20
 #: Steps of the measured run, as in :mod:`forecast_truth`'s run at T//4.
@@ -215,13 +215,12 @@ def _measured_run(name: str, backend: str, device: Device, batch: int) -> dict[s
     device.reset_peak()
     model.fit(x, y, batch_size=batch, epochs=1, verbose=0, shuffle=False, callbacks=[Reader()])
     peak = device.peak()
-    gradients = gradient_bytes(model)
     del model, x, y
     device.release()
     return {
         "batch": batch,
         "peak_bytes": peak,
-        "fixed_bytes": after_steps[0] + gradients,
+        "fixed_bytes": after_steps[0],
         "in_use_after_steps": after_steps,
     }
 

@@ -34,7 +34,6 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from keras_search import Cell  # noqa: E402
 
-from ipy_gpuguard.retry.forecast import gradient_bytes  # noqa: E402
 from ipy_gpuguard.retry.search import BatchSearch, SearchSettings, Trial  # noqa: E402
 from ipy_gpuguard.telemetry.framework import FrameworkAllocators  # noqa: E402
 
@@ -92,7 +91,7 @@ class MemoryCell(Cell):
 
     def measured(self, size: int) -> Trial:
         """A probe at ``size`` with the allocator's peak and the fixed part (what stays held
-        after it, and the gradients), read as the guard reads them."""
+        after it), read as the guard reads them."""
         allocators = FrameworkAllocators("CPU")
         allocators.reset_peaks([0])
         fits = self.probe(size)
@@ -101,7 +100,7 @@ class MemoryCell(Cell):
         reading = allocators.read(0)
         if not fits or reading is None:
             return Trial(size, fits)
-        fixed = reading.current_bytes + gradient_bytes(self.model)
+        fixed = reading.current_bytes
         return Trial(size, fits, reading.peak_bytes, fixed_bytes=fixed)
 
 

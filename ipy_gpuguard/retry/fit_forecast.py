@@ -8,7 +8,7 @@ analysis of the step at the cell's batch and half of it, checked at the largest 
 sampler's thread asks it to :meth:`~FitForecaster.look` at each sample: once
 :data:`MEASURED_AFTER` steps have run, the allocator's peak over them is the line of
 :mod:`.forecast` through one point, whose fixed part is what the allocator holds between the
-first two steps (the first builds the optimizer's slots) and the gradients. What the
+first two steps (the first builds the optimizer's slots). What the
 allocator holds at the end of each epoch shows memory that grows over the run. Reading the
 model's weights reads their shapes and dtypes only: nothing of the person's model or data
 changes, and nothing runs on their behalf.
@@ -27,7 +27,6 @@ from .forecast import (
     MemoryLine,
     compiled_line,
     forecast_from_line,
-    gradient_bytes,
     largest_activation_bytes,
     project_growth,
 )
@@ -51,7 +50,8 @@ class _Fit:
     steps_at_start: int
     #: The part of the step that does not grow with the batch, once its first step has ended:
     #: what the allocator holds between steps (the cell's earlier memory, the weights, the
-    #: optimizer's slots, which the first step builds) and the gradients each step adds.
+    #: optimizer's slots, which the first step builds). Not the gradients: the step may peak
+    #: before it makes them (:mod:`.forecast`).
     fixed_bytes: int | None
     epochs: int | None
     #: What a sample adds to the model's largest layer output, read with the fixed part.
@@ -171,7 +171,7 @@ class FitForecaster:
             if held is not None:
                 self._fit = replace(
                     fit,
-                    fixed_bytes=held + gradient_bytes(model),
+                    fixed_bytes=held,
                     largest_tensor_bytes=largest_activation_bytes(model),
                 )
         except Exception as error:  # the guard's own, never the person's

@@ -7,14 +7,19 @@ and their gradients). Two bases give the line:
 
 - **compiled**: XLA's analysis of the compiled step at two batch sizes, before the first step
   runs (Keras 3 on JAX);
-- **measured**: the allocator's peak over the first steps at the cell's size, with the model's
-  own variables as the fixed part; the rest is per sample.
+- **measured**: the allocator's peak over the first steps at the cell's size, with what the
+  allocator holds between steps (weights, the optimizer's slots) as the fixed part; the rest is
+  per sample.
 
 Every forecast errs towards the smaller batch: a line through a measured peak that puts too
 little in the fixed part puts too much in each sample, which makes the largest batch smaller
 as long as the measured size itself fits (extrapolating down from a size past the capacity would
 err the other way); and a headroom is kept of the memory the batch may use for what the line
-does not see (fragmentation, the allocator's rounding).
+does not see (fragmentation, the allocator's rounding). So the measured fixed part leaves the
+gradients out: where activations outweigh the weights, the step peaks as the backward pass
+begins, every activation held and no gradient made yet. A deep MLP's peaks lie on a line
+through 40 MiB at batch 0: 2 MiB above what the allocator held between its steps, 11 below that
+and its gradients; counting them made a largest batch that ran out of memory.
 
 A measured line also keeps the model's largest tensor free. The BFC allocator (TensorFlow's,
 and XLA's on a GPU) hands out a free chunk whole when it is less than twice the request: near
@@ -243,25 +248,6 @@ def _bytes_per_sample(tensor: Any) -> int:
     if not all(isinstance(d, int) for d in dimensions):
         return 0
     return int(math.prod(dimensions)) * itemsize
-
-
-def gradient_bytes(model: Any) -> int:
-    """The bytes of the gradients of the model's trainable weights, which each step makes.
-
-    Read from shapes and dtypes, never from values (reading a value would copy it)."""
-    return _bytes_of(getattr(model, "trainable_weights", ()))
-
-
-def _bytes_of(variables: Any) -> int:
-    total = 0
-    for variable in variables if isinstance(variables, list | tuple) else ():
-        shape = getattr(variable, "shape", None)
-        itemsize = _itemsize(getattr(variable, "dtype", None))
-        if shape is None or itemsize is None:
-            continue
-        dimensions = [int(d) for d in shape if d is not None]
-        total += math.prod(dimensions) * itemsize
-    return total
 
 
 _ITEMSIZES = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2}

@@ -24,7 +24,6 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .forecast import gradient_bytes
 from .outcome import RunOutcome
 from .state import KeptState
 
@@ -158,7 +157,10 @@ class Measurer:
             self.peak.reset()
             with self.let_through() as noted:
                 _train(call, size, 1 + self.steps)
-            outcome = replace(outcome, peak_bytes=self.peak.read(), fixed_bytes=self._fixed(call))
+            # What the allocator holds after the steps (weights, optimizer slots, the person's
+            # other tensors): the part of the peak that does not grow with the batch, as the
+            # forecast counts it.
+            outcome = replace(outcome, peak_bytes=self.peak.read(), fixed_bytes=self.peak.held())
         except KeyboardInterrupt:
             outcome = replace(outcome, finished=False, interrupted=True)
         except Exception as error:
@@ -172,13 +174,6 @@ class Measurer:
         if getattr(noted, "received", False) or getattr(held, "received", False):
             outcome = replace(outcome, finished=False, interrupted=True, error=None)
         return outcome
-
-    def _fixed(self, call: FitCall) -> int | None:
-        """What does not grow with the batch, as the forecast counts it: what the allocator
-        holds after the probe's steps (weights, optimizer slots, the person's other tensors)
-        and the gradients each step makes."""
-        held = self.peak.held()
-        return None if held is None else held + gradient_bytes(call.model)
 
 
 def _train(call: FitCall, size: int, steps: int) -> None:

@@ -19,8 +19,8 @@ class RunOutcome:
     out_of_memory: bool = False
     fit_fraction: float | None = None
     peak_bytes: int | None = None
-    #: For a measurement that fitted: what the allocator held after it, and the gradients' bytes
-    #: (the part of its peak that does not grow with the batch; see :mod:`.forecast`).
+    #: For a measurement that fitted: what the allocator held after it (the part of its peak
+    #: that does not grow with the batch; see :mod:`.forecast`).
     fixed_bytes: int | None = None
     allocator_after_bytes: int | None = None  # after freeing a failure's memory
     reclaimed: Reclaim | None = None  # what that freeing gave back, as the card says it

@@ -239,8 +239,7 @@ class BatchSearch:
         """The model's size to try, and whether the model is sure of its line (``None``,
         ``False``: no model).
 
-        Where a measurement read the fixed part of its peak (what stayed held after it, and the
-        gradients), each such size gives the forecast's line (:meth:`MemoryLine.measured`), and
+        Where a measurement read the fixed part of its peak (what stayed held after it), each such size gives the forecast's line (:meth:`MemoryLine.measured`), and
         the model is the smallest of their largest batches, kept half the margin (the person's
         ``--margin``) below the device's capacity. Peaks of one size vary from run to run by a
         few percent (which chunks the allocator hands out whole depends on the order in which

@@ -4,9 +4,13 @@ real Keras on TensorFlow in a real IPython shell, real allocator out-of-memory e
 from __future__ import annotations
 
 import re
+from contextlib import nullcontext
 
+import keras
 import numpy as np
 import pytest
+
+from ipy_gpuguard.retry.measure import FitCall, Measurer, PeakReader
 
 pytestmark = pytest.mark.tensorflow
 
@@ -347,3 +351,20 @@ def test_a_model_with_an_unseeded_random_op_is_retried_whole_after_the_guards_cl
     assert result.error_in_exec is None, capsys.readouterr().out
     assert keras_shell.user_ns["BATCH"] <= LIMIT
     assert keras_shell.run_cell("model.fit(x, y, batch_size=100, epochs=1, verbose=0)").success
+
+
+def test_a_probes_fixed_part_is_what_the_allocator_holds_after_it_not_the_gradients():
+    """The search's line is the forecast's: what stays held after the probe's steps is the part
+    that does not grow with the batch, and the gradients (16 MiB here) are not added to it."""
+    model = keras.Sequential(
+        [keras.Input((2048,)), keras.layers.Dense(2048), keras.layers.Dense(1)]
+    )
+    model.compile(optimizer="sgd", loss="mse")
+    x, y = np.zeros((64, 2048), np.float32), np.zeros((64, 1), np.float32)
+    call = FitCall.of(model, {"x": x, "y": y})
+    assert call is not None
+    readings = PeakReader(reset=lambda: None, read=lambda: 40 * 2**20, held=lambda: 17 * 2**20)
+    measurer = Measurer(readings, lambda error, outcome: outcome, nullcontext, nullcontext)
+    outcome = measurer.measure(call, 16)
+    assert outcome.finished
+    assert (outcome.peak_bytes, outcome.fixed_bytes) == (40 * 2**20, 17 * 2**20)

@@ -16,7 +16,6 @@ import pytest
 from IPython.core.error import UsageError
 
 from ipy_gpuguard.retry.fit_forecast import MEASURED_AFTER, fit_batch_size
-from ipy_gpuguard.retry.forecast import gradient_bytes
 
 ROOT = Path(__file__).parent.parent.parent
 
@@ -138,19 +137,6 @@ def test_a_fit_on_data_that_batches_itself_has_no_forecast_and_says_why(shell, c
 def test_forecast_takes_no_value(shell):
     with pytest.raises(UsageError, match="forecast takes only --json"):
         shell.run_line_magic("gpuguard", "forecast 3")
-
-
-@pytest.mark.tensorflow
-def test_the_gradients_are_the_trainable_weights_bytes_read_from_their_shapes():
-    import keras
-
-    model = keras.Sequential(
-        [keras.Input((8,)), keras.layers.Dense(4), keras.layers.BatchNormalization()]
-    )
-    model.build((None, 8))
-    trainable = sum(int(np.prod(v.shape)) * 4 for v in model.trainable_weights)
-    assert trainable < sum(int(np.prod(v.shape)) * 4 for v in model.weights)  # BN's statistics
-    assert gradient_bytes(model) == trainable
 
 
 def test_the_batch_of_a_fit_is_its_own_or_keras_default_for_arrays():
