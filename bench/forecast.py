@@ -51,7 +51,10 @@ def forecast_of(model: dict[str, Any], capacity_bytes: int, with_gradients: bool
     with the gradients' bytes added to it."""
     fixed = model["resident_bytes"] + (model["trainable_bytes"] if with_gradients else 0)
     line = MemoryLine.measured(
-        model["quarter_batch"], model["peak_at_quarter"], fixed, model["largest_tensor_bytes"]
+        model["quarter_batch"],
+        model["peak_at_quarter"],
+        fixed,
+        model.get("largest_tensor_bytes", 0),
     )
     return None if line is None else line.largest_batch(capacity_bytes)
 

@@ -75,7 +75,7 @@ os.environ.update(
 from forecast_zoo import ZOO, ZooModel
 from forecast_zoo_held_out import HELD_OUT_ZOO
 
-from ipy_gpuguard.retry.forecast import largest_activation_bytes
+from ipy_gpuguard.retry.layer_outputs import largest_activation_bytes
 
 MiB = 2**20
 #: Every model the bench can measure.

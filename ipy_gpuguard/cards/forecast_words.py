@@ -76,9 +76,12 @@ UNFORESEEN = {
 
 
 def forecast_lines(
-    forecast: Forecast | None, unforeseen: Unforeseen | None = None
+    forecast: Forecast | None, unforeseen: Unforeseen | None = None, stopped: str | None = None
 ) -> tuple[str, ...]:
-    """What ``%gpuguard forecast`` prints."""
+    """What ``%gpuguard forecast`` prints; ``stopped``: the guard's own error that stopped the
+    last fit's forecast before it was made."""
+    if forecast is None and stopped is not None:
+        return (f"No forecast for the last guarded fit: the guard's forecast stopped ({stopped}).",)
     if forecast is None and unforeseen is not None:
         return (f"No forecast for the last guarded fit: {UNFORESEEN[unforeseen]}.",)
     if forecast is None:

@@ -27,9 +27,9 @@ from .forecast import (
     MemoryLine,
     compiled_line,
     forecast_from_line,
-    largest_activation_bytes,
     project_growth,
 )
+from .layer_outputs import largest_activation_bytes
 from .probe import replicas_of
 
 #: Training steps after which the allocator's peak is read: the first traces and compiles the
@@ -108,7 +108,7 @@ class FitForecaster:
         try:
             self._capacity = self._read_capacity()
         except Exception as error:  # the guard's own, never the person's
-            self.error = f"{type(error).__name__}: {error}"
+            self.error = stopped_by(error)
             return
         if self._capacity is None:
             self.unforeseen = Unforeseen.NO_DEVICE
@@ -127,7 +127,7 @@ class FitForecaster:
             try:
                 self._compiled(self._fit, arguments)
             except Exception as error:  # the guard's own, never the person's
-                self.error = f"{type(error).__name__}: {error}"
+                self.error = stopped_by(error)
 
     def _compiled(self, fit: _Fit, arguments: Mapping[str, Any]) -> None:
         """The forecast before the first step, from XLA's analysis of the step at the cell's
@@ -175,7 +175,7 @@ class FitForecaster:
                     largest_tensor_bytes=largest_activation_bytes(model),
                 )
         except Exception as error:  # the guard's own, never the person's
-            self.error = f"{type(error).__name__}: {error}"
+            self.error = stopped_by(error)
 
     def epoch_ended(self, model: Any, epoch: int) -> None:
         """From the fit's own thread, inside the person's ``fit``: note what the allocator holds,
@@ -187,7 +187,7 @@ class FitForecaster:
         try:
             self._project(fit)
         except Exception as error:  # the guard's own, never the person's
-            self.error = f"{type(error).__name__}: {error}"
+            self.error = stopped_by(error)
 
     def _project(self, fit: _Fit) -> None:
         held = self._read_held()
@@ -208,7 +208,7 @@ class FitForecaster:
         try:
             return self._measured()
         except Exception as error:  # the guard's own, never the person's
-            self.error = f"{type(error).__name__}: {error}"
+            self.error = stopped_by(error)
             return self.forecast
 
     def _measured(self) -> Forecast | None:
@@ -240,6 +240,12 @@ class FitForecaster:
             self._capacity,
         )
         return self.forecast
+
+
+def stopped_by(error: Exception) -> str:
+    """What stopped the forecast, in the one line the panel gives the guard's own failures."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
 
 
 def fit_batch_size(arguments: Mapping[str, Any]) -> int | None:

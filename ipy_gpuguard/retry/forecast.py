@@ -31,11 +31,9 @@ largest batch leaves room for one more of the largest layer output per sample.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any
 
 from ..record.forecast import Basis, Forecast, Growth
 
@@ -83,7 +81,7 @@ class MemoryLine:
         ``None`` when the peak holds no more than them (nothing to learn per sample).
 
         ``largest_tensor_bytes`` is what a sample adds to the step's largest tensor
-        (:func:`largest_activation_bytes`): kept free, with :data:`MEASURED_HEADROOM`; where it
+        (:func:`.layer_outputs.largest_activation_bytes`): kept free, with :data:`MEASURED_HEADROOM`; where it
         is not known (0), :data:`HEADROOM` alone is kept.
         """
         if batch <= 0 or peak_bytes <= fixed_bytes:
@@ -189,73 +187,3 @@ def project_growth(
     if epochs is not None and fills_at > epochs:
         return Growth(rate, None)
     return Growth(rate, fills_at)
-
-
-def largest_activation_bytes(model: Any) -> int:
-    """The bytes a sample adds to the model's largest layer output: the largest tensor its step
-    makes per sample, forward or (as its gradient) backward; 0 where none can be read.
-
-    Read from the layers' symbolic outputs, never from values. A layer without one (those of a
-    subclassed model, never called on symbolic inputs) or whose shape is not fixed (sequences of
-    any length) is passed over; a model with none readable gives 0, and its line keeps the plain
-    headroom. Tensors inside a layer (a convolution's workspace) are not outputs: where they are
-    larger, the headroom is what covers them.
-    """
-    largest = 0
-    for layer in _layers(model):
-        for output in _tensors(_symbolic_outputs(layer)):
-            largest = max(largest, _bytes_per_sample(output))
-    return largest
-
-
-def _symbolic_outputs(layer: Any) -> list[Any]:
-    """The outputs Keras recorded each time the layer was called on symbolic inputs, read from
-    its nodes' plain attributes: never through ``layer.output``, a property the person's layer
-    may override (reading it would run their code). Keras 3 keeps the nodes in
-    ``_inbound_nodes``, Keras 2 in ``_inbound_nodes_value``."""
-    state = getattr(layer, "__dict__", {})
-    nodes = state.get("_inbound_nodes", state.get("_inbound_nodes_value"))
-    if not isinstance(nodes, list):
-        return []
-    return [getattr(node, "__dict__", {}).get("outputs") for node in nodes]
-
-
-def _layers(model: Any) -> list[Any]:
-    """The model's layers, those of models nested in it included."""
-    layers = []
-    for layer in getattr(model, "layers", None) or ():
-        layers.append(layer)
-        layers.extend(_layers(layer))
-    return layers
-
-
-def _tensors(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    if isinstance(value, Mapping):
-        value = list(value.values())
-    if isinstance(value, list | tuple):
-        return [tensor for item in value for tensor in _tensors(item)]
-    return [value]
-
-
-def _bytes_per_sample(tensor: Any) -> int:
-    shape = getattr(tensor, "shape", None)
-    itemsize = _itemsize(getattr(tensor, "dtype", None))
-    if shape is None or itemsize is None:
-        return 0
-    dimensions = list(shape)[1:]
-    if not all(isinstance(d, int) for d in dimensions):
-        return 0
-    return int(math.prod(dimensions)) * itemsize
-
-
-_ITEMSIZES = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2}
-
-
-def _itemsize(dtype: Any) -> int | None:
-    size = getattr(dtype, "size", None) or getattr(dtype, "itemsize", None)
-    if isinstance(size, int):
-        return size
-    name = getattr(dtype, "name", dtype)
-    return _ITEMSIZES.get(str(name))

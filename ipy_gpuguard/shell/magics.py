@@ -286,7 +286,12 @@ class GPUGuardMagics(Magics):
         forecast = self.session.last_forecast
         if as_data:
             return None if forecast is None else forecast.as_data()
-        print("\n".join(forecast_lines(forecast, self.session.last_unforeseen)))
+        session = self.session
+        print(
+            "\n".join(
+                forecast_lines(forecast, session.last_unforeseen, session.last_forecast_stopped)
+            )
+        )
         return None
 
     def guard_options(self, line: str, cell: str | None = None) -> GuardOptions:

@@ -163,6 +163,7 @@ class GuardSession:
         #: The last guarded fit's forecast (``%gpuguard forecast``), kept past cells without one.
         self.last_forecast: Forecast | None = None
         self.last_unforeseen: Unforeseen | None = None  # why the last fit had none
+        self.last_forecast_stopped: str | None = None  # the guard's error that stopped it
 
     @property
     def backend(self) -> DeviceBackend:
@@ -317,9 +318,15 @@ class GuardSession:
         self.last_run = run
         view = run.finish(ended_with)
         forecaster = run.forecaster
-        if forecaster.forecast is not None or forecaster.unforeseen is not None:
+        if any(
+            said is not None
+            for said in (forecaster.forecast, forecaster.unforeseen, forecaster.error)
+        ):
             self.last_forecast = forecaster.forecast  # a cell with no fit keeps the last fit's
             self.last_unforeseen = forecaster.unforeseen
+            self.last_forecast_stopped = (
+                None if forecaster.forecast is not None else forecaster.error
+            )
         return FinishedCell(run, view, options, cell, cell_id, watch)
 
     def ended(self, outcome: str, rule_id: str | None = None) -> None:

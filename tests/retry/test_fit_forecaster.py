@@ -128,3 +128,16 @@ def test_no_device_memory_and_data_that_batches_itself_are_said_not_guessed():
     dataset.fit_began(Model(), {"x": iter(())}, None)
     assert dataset.unforeseen is Unforeseen.DATA_BATCHES_ITSELF
     assert all(forecast_lines(None, reason) for reason in Unforeseen)  # each has its words
+
+
+def test_an_error_of_the_guards_that_stops_the_forecast_is_said_in_one_line():
+    def misread() -> int:
+        raise ValueError("the bindings misread the device\nsecond line\nthird line")
+
+    steps = StepRecorder()
+    forecaster = FitForecaster(
+        steps, lambda: Capacity(2048 * MiB), read_peak=lambda: 200 * MiB, read_held=misread
+    )
+    fit(forecaster, steps, Model())
+    assert forecaster.look() is None
+    assert forecaster.error == "ValueError: the bindings misread the device"

@@ -14,8 +14,8 @@ from ipy_gpuguard.retry.forecast import (
     HEADROOM,
     MEASURED_HEADROOM,
     MemoryLine,
-    largest_activation_bytes,
 )
+from ipy_gpuguard.retry.layer_outputs import largest_activation_bytes
 from ipy_gpuguard.watchdog.progress import StepRecorder
 
 MiB = 2**20
@@ -87,6 +87,60 @@ def test_reading_the_largest_tensor_runs_none_of_the_persons_code():
     calls.clear()  # Keras' own reads, as the model was built
     assert largest_activation_bytes(model) == 1024 * 4
     assert calls == []
+
+
+def test_a_call_outside_the_model_trained_is_no_part_of_its_step():
+    """A layer records every call: one made to see what it would output for a long sequence,
+    or a backbone used first in a model of larger images, makes nothing in this model's step."""
+    shared = keras.layers.Dense(16)
+    inputs = keras.Input((8,))
+    model = keras.Model(inputs, keras.layers.Dense(1)(shared(inputs)))
+    shared(keras.Input((100_000, 8)))  # the person's look at a shape: symbolic, no memory
+    assert largest_activation_bytes(model) == 16 * 4
+
+    any_size = keras.Input((None, None, 3))
+    backbone = keras.Model(any_size, keras.layers.Conv2D(8, 3, padding="same")(any_size))
+    large = keras.Input((512, 512, 3))
+    keras.Model(large, backbone(large))  # an earlier experiment
+    small = keras.Input((32, 32, 3))
+    pooled = keras.layers.GlobalAveragePooling2D()(backbone(small))
+    classifier = keras.Model(small, keras.layers.Dense(1)(pooled))
+    assert largest_activation_bytes(classifier) == 32 * 32 * 8 * 4
+
+
+def test_reading_the_graph_runs_none_of_the_persons_code():
+    """Properties, ``__getattr__``, ``__getattribute__`` and ``__dict__`` of the person's own
+    classes: the walk reads Keras' records through Python's own ``__dict__`` descriptor."""
+    ran = []
+
+    class Listed(keras.Sequential):
+        @property
+        def layers(self):
+            ran.append("layers")
+            return super().layers
+
+    class Delegating(keras.layers.Dense):
+        def __getattr__(self, name):
+            ran.append(f"__getattr__ {name}")
+            raise AttributeError(name)
+
+    class Watched(keras.layers.Dense):
+        def __getattribute__(self, name):
+            if name in ("__dict__", "output", "_inbound_nodes"):
+                ran.append(f"__getattribute__ {name}")
+            return super().__getattribute__(name)
+
+    class Configured(keras.layers.Dense):
+        def __init__(self, units: int) -> None:
+            super().__init__(units)
+            self.layers = 4  # a hyperparameter of the person's that happens to be called so
+
+    model = Listed(
+        [keras.Input((8,)), Delegating(64), Watched(256), Configured(32), keras.layers.Dense(2)]
+    )
+    ran.clear()  # Keras' own reads, as the model was built
+    assert largest_activation_bytes(model) == 256 * 4
+    assert ran == []
 
 
 def test_a_measured_line_leaves_room_for_one_more_of_the_largest_tensor():

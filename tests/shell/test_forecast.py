@@ -134,6 +134,33 @@ def test_a_fit_on_data_that_batches_itself_has_no_forecast_and_says_why(shell, c
     assert "give fit arrays and batch_size" in said
 
 
+@pytest.mark.tensorflow
+def test_a_forecast_the_guard_failed_to_make_is_said_in_one_line_not_the_last_cells(
+    shell, capsys, monkeypatch
+):
+    """The guard's own error stops the forecast of this cell's fit: the command then says so,
+    never the forecast of an earlier cell as though it were this fit's."""
+    from ipy_gpuguard.record.forecast import Basis, Forecast
+    from ipy_gpuguard.shell.guarded_run import GuardedRun
+
+    guard = shell.magics_manager.registry["GPUGuardMagics"]
+    guard.session.last_forecast = Forecast(16, 2**20, 8 << 30, 4096, Basis.MEASURED, 2)
+
+    def fails(run: GuardedRun) -> None:
+        raise ValueError("the bindings misread the device\nsecond line of the message")
+
+    monkeypatch.setattr(GuardedRun, "capacity", fails)
+    assert shell.run_cell("%%gpuguard --interval 0.05\n" + FIT_ON_ARRAYS).success
+    capsys.readouterr()
+    assert shell.run_line_magic("gpuguard", "forecast --json") is None
+    shell.run_line_magic("gpuguard", "forecast")
+    said = capsys.readouterr().out
+    assert said == (
+        "No forecast for the last guarded fit: the guard's forecast stopped "
+        "(ValueError: the bindings misread the device).\n"
+    )
+
+
 def test_forecast_takes_no_value(shell):
     with pytest.raises(UsageError, match="forecast takes only --json"):
         shell.run_line_magic("gpuguard", "forecast 3")
