@@ -47,9 +47,8 @@ def _graph_outputs(model: Any, seen: set[int]) -> list[Any]:
         called = _tensors(state.get("outputs"))
         outputs += called
         operation = state.get("operation", state.get("layer"))  # Keras 3, Keras 2
-        own = _tensors(
-            _graph_state(operation).get("_outputs", _graph_state(operation).get("outputs"))
-        )
+        graph = _graph_state(operation)
+        own = _tensors(graph.get("_outputs", graph.get("outputs")))  # Keras 3, Keras 2
         if own and _shapes(own) == _shapes(called):
             outputs += _graph_outputs(operation, seen)
     return outputs
