@@ -10,8 +10,8 @@ sampler's thread asks it to :meth:`~FitForecaster.look` at each sample: once
 :mod:`.forecast` through one point, whose fixed part is what the allocator holds between the
 first two steps (the first builds the optimizer's slots). What the
 allocator holds at the end of each epoch shows memory that grows over the run. Reading the
-model's weights reads their shapes and dtypes only: nothing of the person's model or data
-changes, and nothing runs on their behalf.
+model reads the shapes Keras recorded of its graph only (:mod:`.layer_outputs`): nothing of the
+person's model or data changes, and nothing runs on their behalf.
 """
 
 from __future__ import annotations

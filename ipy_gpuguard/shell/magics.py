@@ -283,10 +283,10 @@ class GPUGuardMagics(Magics):
         """The last guarded fit's forecast: printed, or as data (``None`` when there is none)."""
         from ..cards.forecast_words import forecast_lines  # the cards load with the first card
 
-        forecast = self.session.last_forecast
+        session = self.session
+        forecast = session.last_forecast
         if as_data:
             return None if forecast is None else forecast.as_data()
-        session = self.session
         print(
             "\n".join(
                 forecast_lines(forecast, session.last_unforeseen, session.last_forecast_stopped)
