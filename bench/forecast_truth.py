@@ -167,7 +167,8 @@ def _measure(job: Job) -> dict[str, Any]:
     started = time.perf_counter()
     try:
         dataset = tf.data.Dataset.from_tensors(batch).repeat()
-        model.fit(dataset, epochs=1, steps_per_epoch=job.steps, verbose=0)
+        # ``shuffle`` means nothing for a dataset; Keras warns of it, in the middle of the table.
+        model.fit(dataset, epochs=1, steps_per_epoch=job.steps, verbose=0, shuffle=False)
         fits = True
     except tf.errors.ResourceExhaustedError:
         fits = False

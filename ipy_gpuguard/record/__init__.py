@@ -2,7 +2,7 @@
 has ended, what the guard saw of a failure, and what freeing its memory gave back. Built by the
 shell, read by ``cards/`` (which decides what a card says) and ``ui/`` (which draws it)."""
 
-from .failure import FailedRun, Reclaimed
+from .failure import FailedRun, Reclaimed, in_one_line
 from .forecast import Basis, Capacity, Forecast, Growth, Unforeseen
 from .view import (
     PanelView,
@@ -24,6 +24,7 @@ __all__ = [
     "Unforeseen",
     "WatchView",
     "bar_style",
+    "in_one_line",
     "device_fraction",
     "device_series",
     "used_fraction",

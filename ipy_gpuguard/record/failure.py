@@ -55,3 +55,12 @@ class Reclaimed:
         if self.baseline_bytes is None or self.after_bytes is None:
             return None
         return max(self.after_bytes - self.baseline_bytes, 0)
+
+
+def in_one_line(error: BaseException, limit: int | None = None) -> str:
+    """``Type: the first line of its message`` (cut to ``limit`` characters): how the guard
+    says an error it keeps or reports of its own, which must never become a traceback of
+    several lines in the person's output."""
+    lines = str(error).strip().splitlines()
+    first = lines[0][:limit] if lines else ""
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__

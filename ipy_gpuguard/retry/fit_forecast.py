@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..record.failure import in_one_line
 from ..record.forecast import Basis, Capacity, Forecast, Unforeseen
 from ..watchdog.progress import StepRecorder
 from .compiled_step import keras_on_jax, keras_only, step_need_bytes
@@ -108,7 +109,7 @@ class FitForecaster:
         try:
             self._capacity = self._read_capacity()
         except Exception as error:  # the guard's own, never the person's
-            self.error = stopped_by(error)
+            self.error = in_one_line(error)
             return
         if self._capacity is None:
             self.unforeseen = Unforeseen.NO_DEVICE
@@ -127,7 +128,7 @@ class FitForecaster:
             try:
                 self._compiled(self._fit, arguments)
             except Exception as error:  # the guard's own, never the person's
-                self.error = stopped_by(error)
+                self.error = in_one_line(error)
 
     def _compiled(self, fit: _Fit, arguments: Mapping[str, Any]) -> None:
         """The forecast before the first step, from XLA's analysis of the step at the cell's
@@ -175,7 +176,7 @@ class FitForecaster:
                     largest_tensor_bytes=largest_activation_bytes(model),
                 )
         except Exception as error:  # the guard's own, never the person's
-            self.error = stopped_by(error)
+            self.error = in_one_line(error)
 
     def epoch_ended(self, model: Any, epoch: int) -> None:
         """From the fit's own thread, inside the person's ``fit``: note what the allocator holds,
@@ -187,7 +188,7 @@ class FitForecaster:
         try:
             self._project(fit)
         except Exception as error:  # the guard's own, never the person's
-            self.error = stopped_by(error)
+            self.error = in_one_line(error)
 
     def _project(self, fit: _Fit) -> None:
         held = self._read_held()
@@ -208,7 +209,7 @@ class FitForecaster:
         try:
             return self._measured()
         except Exception as error:  # the guard's own, never the person's
-            self.error = stopped_by(error)
+            self.error = in_one_line(error)
             return self.forecast
 
     def _measured(self) -> Forecast | None:
@@ -240,12 +241,6 @@ class FitForecaster:
             self._capacity,
         )
         return self.forecast
-
-
-def stopped_by(error: Exception) -> str:
-    """What stopped the forecast, in the one line the panel gives the guard's own failures."""
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
 
 
 def fit_batch_size(arguments: Mapping[str, Any]) -> int | None:

@@ -22,6 +22,7 @@ from IPython.display import Pretty, display
 
 from ..protocol import FIND_MAX, RETRY, Action, ActionArgs
 from ..protocol.files import os_reason
+from ..record import in_one_line
 from ..retry import AUTO_RETRY_RUNS, DEFAULT_RUNS, FIND_MAX_RUNS, retry_settings
 from ..retry.outcome import Ending
 from ..ui.history import HistoryTable
@@ -670,7 +671,7 @@ def _guard_failure_in_one_line(stage: str, action: Callable[[], T], stop: bool =
         return None
     except BaseException as error:  # a SystemExit too: a hook of IPython's must not end the kernel
         print(
-            f"ipy_gpuguard: the guard failed to {stage} ({type(error).__name__}: {error}); "
+            f"ipy_gpuguard: the guard failed to {stage} ({in_one_line(error)}); "
             f"{_CONSEQUENCES[stage]}",
             file=sys.stderr,
         )

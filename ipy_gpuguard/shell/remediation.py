@@ -17,7 +17,7 @@ from ..cards import PENDING, CardParts, reclaim_of
 from ..cards.forecast_words import forecast_notes
 from ..diagnosis import Context, Diagnosis, Kind, diagnose
 from ..diagnosis.stack import stack_of_modules
-from ..record import FailedRun, Reclaimed
+from ..record import FailedRun, Reclaimed, in_one_line
 from ..retry import RetryRequest, RunOutcome
 from ..retry.aftermath import CellEnd, after_failure, ending, fixed_size, plans_retry
 from ..retry.outcome import Ending
@@ -129,11 +129,7 @@ def attempt_failed(
 ) -> RunOutcome:
     """How a retry's attempt that ``ran`` failed (``measured``: one of the guard's own
     measurements); its memory is freed when it ran out, for the next one."""
-    message = str(error).strip().splitlines()
-    failed = replace(
-        ran,
-        error=f"{type(error).__name__}: {message[0][:200]}" if message else type(error).__name__,
-    )
+    failed = replace(ran, error=in_one_line(error, limit=200))
     diagnosis = diagnose(error, _context(run, previous_kind))
     if not plans_retry(diagnosis.kind):
         return failed

@@ -258,6 +258,24 @@ def test_a_guard_that_fails_to_finish_leaves_the_result_standing(shell, capsys, 
     monkeypatch.undo()  # let the fixture unload the extension through the real session
 
 
+def test_a_guard_failure_of_several_lines_is_said_in_one(shell, capsys, monkeypatch):
+    """A message of several lines (a driver's, a framework's) stays one line of the guard's."""
+    session = guard_magics(shell).session
+    finish = session.end
+
+    def finish_then_fail(key, ended_with=""):
+        finish(key, ended_with)
+        raise OSError("display went away\n  at frame 1\n  at frame 2")
+
+    monkeypatch.setattr(session, "end", finish_then_fail)
+    assert run(shell, "%%gpuguard\n40 + 2").result == 42
+    assert capsys.readouterr().err.splitlines() == [
+        "ipy_gpuguard: the guard failed to finish (OSError: display went away); "
+        "the cell's own result stands"
+    ]
+    monkeypatch.undo()
+
+
 def test_a_bad_gpuguard_simulate_is_one_clear_line_at_load_and_the_cell_runs(
     shell, capsys, monkeypatch
 ):
