@@ -24,8 +24,8 @@ __all__ = [
     "Unforeseen",
     "WatchView",
     "bar_style",
-    "in_one_line",
     "device_fraction",
     "device_series",
+    "in_one_line",
     "used_fraction",
 ]
