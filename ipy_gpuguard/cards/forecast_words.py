@@ -72,6 +72,11 @@ UNFORESEEN = {
         "bytes held between steps miss what a step uses within it"
     ),
     Unforeseen.NO_GROWTH: "its memory did not grow with the batch, so no line can be drawn",
+    Unforeseen.EARLIER_PEAK: (
+        "the cell used more memory before its fit than the fit's first steps did, so their peak "
+        "is unknown; run the fit in a %%gpuguard cell of its own for a forecast"
+    ),
+    Unforeseen.ENDED_EARLY: "it ended before its second training step",
 }
 
 

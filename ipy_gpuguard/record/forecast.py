@@ -23,6 +23,8 @@ class Unforeseen(str, Enum):
     NO_DEVICE = "no_device"  # no GPU (or simulated one) whose memory is known
     PEAK_UNKNOWN = "peak_unknown"  # the allocator could not tell the steps' peak
     NO_GROWTH = "no_growth"  # memory that did not grow with the batch: no line
+    EARLIER_PEAK = "earlier_peak"  # the cell peaked before its fit, higher than the fit's steps
+    ENDED_EARLY = "ended_early"  # the fit ended (or failed) before its second training step
 
 
 @dataclass(frozen=True)

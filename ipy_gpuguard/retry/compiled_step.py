@@ -19,6 +19,7 @@ Only the framework the person imported is used (``sys.modules``); nothing is imp
 
 from __future__ import annotations
 
+import inspect
 import sys
 from typing import Any
 
@@ -34,19 +35,22 @@ def keras_on_jax(model: Any) -> bool:
     """The model trains with Keras 3 on JAX, whose train step XLA compiles."""
     keras = sys.modules.get("keras")
     backend = getattr(getattr(keras, "backend", None), "backend", None)
-    return callable(backend) and backend() == "jax" and hasattr(model, "train_step")
+    train_step = inspect.getattr_static(model, "train_step", None)  # runs none of the person's
+    return callable(backend) and backend() == "jax" and train_step is not None
 
 
 def keras_only(model: Any) -> bool:
     """Every piece of Python that tracing the train step runs is Keras' own: the model's class
     (its ``call``, ``train_step``, ``compute_loss``), its layers, its optimizer, and the loss and
-    metrics it was compiled with (names, or Keras' objects and functions)."""
+    metrics it was compiled with (names, or Keras' objects and functions). The model's class is
+    asked first: of a class of the person's, nothing more is read."""
+    if not _of_keras(type(model)):
+        return False
     layers = getattr(model, "_flatten_layers", None)
     if not callable(layers):
         return False
     compiled = getattr(getattr(model, "_compile_config", None), "config", {}) or {}
     pieces = [
-        type(model),
         *(type(layer) for layer in layers(include_self=False)),
         type(getattr(model, "optimizer", None)),
         *_leaves([compiled.get(key) for key in ("loss", "metrics", "weighted_metrics")]),

@@ -31,7 +31,7 @@ from .forecast import (
     project_growth,
 )
 from .layer_outputs import largest_activation_bytes
-from .probe import replicas_of
+from .own_attributes import replicas_of
 
 #: Training steps after which the allocator's peak is read: the first traces and compiles the
 #: step, the second runs it as every later step will.
@@ -49,12 +49,18 @@ class _Fit:
     device_batch: int
     replicas: int
     steps_at_start: int
+    #: The allocator's peak so far in the cell as the fit began: the steps' own peak is known
+    #: only once the cell's peak has passed it.
+    peak_before: int | None
     #: The part of the step that does not grow with the batch, once its first step has ended:
     #: what the allocator holds between steps (the cell's earlier memory, the weights, the
     #: optimizer's slots, which the first step builds). Not the gradients: the step may peak
     #: before it makes them (:mod:`.forecast`).
     fixed_bytes: int | None
+    #: The epochs this fit runs (Keras' ``epochs`` less its ``initial_epoch``), and the
+    #: number Keras gives the first of them less one.
     epochs: int | None
+    initial_epoch: int
     #: What a sample adds to the model's largest layer output, read with the fixed part.
     largest_tensor_bytes: int = 0
 
@@ -91,6 +97,9 @@ class FitForecaster:
         self._made = made
         self._fit: _Fit | None = None
         self._fits_seen = 0
+        #: The fits begun and not yet ended: the first fit's epochs count while it runs alone
+        #: (not those of a fit a callback of it calls, nor of a later fit).
+        self._fits_open = 0
         self._held: list[int] = []
         self.forecast: Forecast | None = None
         #: The guard's own error that stopped the forecast: said in the panel, never raised.
@@ -99,36 +108,41 @@ class FitForecaster:
         self.unforeseen: Unforeseen | None = None
 
     def fit_began(self, model: Any, arguments: Mapping[str, Any], epoch_steps: int | None) -> None:
+        """From the fit's own thread, as it begins: the first fit of the cell is forecast.
+        Never raises: an error of the guard's stops the forecast and is said in the panel."""
         self._fits_seen += 1
+        self._fits_open += 1
         if self._fits_seen > 1:
             return
+        try:
+            self._begin(model, arguments)
+        except Exception as error:  # the guard's own, never the person's
+            self.error = in_one_line(error)
+
+    def _begin(self, model: Any, arguments: Mapping[str, Any]) -> None:
         batch = fit_batch_size(arguments)
         if batch is None:
             self.unforeseen = Unforeseen.DATA_BATCHES_ITSELF
             return
-        try:
-            self._capacity = self._read_capacity()
-        except Exception as error:  # the guard's own, never the person's
-            self.error = in_one_line(error)
-            return
+        self._capacity = self._read_capacity()
         if self._capacity is None:
             self.unforeseen = Unforeseen.NO_DEVICE
             return
         replicas = replicas_of(model)
-        epochs = arguments.get("epochs")
+        epochs, initial_epoch = arguments.get("epochs"), arguments.get("initial_epoch")
+        first = initial_epoch if isinstance(initial_epoch, int) and initial_epoch > 0 else 0
         self._fit = _Fit(
             model,
             max(batch // replicas, 1),
             replicas,
-            self._steps.steps,
+            self._steps.training_steps,
+            self._read_peak(),
             None,
-            epochs if isinstance(epochs, int) else None,
+            epochs - first if isinstance(epochs, int) else None,
+            first,
         )
         if keras_on_jax(model) and keras_only(model):
-            try:
-                self._compiled(self._fit, arguments)
-            except Exception as error:  # the guard's own, never the person's
-                self.error = in_one_line(error)
+            self._compiled(self._fit, arguments)
 
     def _compiled(self, fit: _Fit, arguments: Mapping[str, Any]) -> None:
         """The forecast before the first step, from XLA's analysis of the step at the cell's
@@ -158,7 +172,14 @@ class FitForecaster:
         self._made(self.forecast)
 
     def fit_ended(self, model: Any) -> None:
-        """Nothing to do: the forecast is made while the fit runs."""
+        """A fit ran to its end (one that raised never tells)."""
+        self._fits_open = max(self._fits_open - 1, 0)
+
+    def cell_ended(self) -> None:
+        """Once the cell has ended: a fit forecast from its steps that ended before they were
+        read has no forecast, and says why (not the last cell's)."""
+        if self._fit is not None and self.forecast is None and self.error is None:
+            self.unforeseen = self.unforeseen or Unforeseen.ENDED_EARLY
 
     def first_step_ended(self, model: Any) -> None:
         """From the fit's own thread, between its first two steps: what the allocator holds
@@ -185,6 +206,8 @@ class FitForecaster:
         fit = self._fit
         if fit is None or model is not fit.model or self.error is not None:
             return
+        if self._fits_seen > 1 or self._fits_open != 1:
+            return  # a later fit's epoch, or one of a fit inside the first
         try:
             self._project(fit)
         except Exception as error:  # the guard's own, never the person's
@@ -198,6 +221,8 @@ class FitForecaster:
         self._held.append(held)
         peak = max(self._read_peak() or 0, forecast.peak_bytes)
         growth = project_growth(self._held, peak, self._capacity.capacity_bytes, fit.epochs)
+        if growth is not None and growth.fills_at_epoch is not None:  # in Keras' numbering
+            growth = replace(growth, fills_at_epoch=growth.fills_at_epoch + fit.initial_epoch)
         self.forecast = replace(forecast, growth=growth)
 
     def look(self) -> Forecast | None:
@@ -218,10 +243,13 @@ class FitForecaster:
             return self.forecast
         if fit.fixed_bytes is None:
             return None
-        done = self._steps.steps - fit.steps_at_start
+        done = self._steps.training_steps - fit.steps_at_start
         if done < MEASURED_AFTER:
             return None
         peak = self._read_peak()
+        if peak is not None and fit.peak_before is not None and peak <= fit.peak_before:
+            self.unforeseen = Unforeseen.EARLIER_PEAK
+            return None  # looked at again with the next sample: the fit's steps may pass it
         line = (
             None
             if peak is None
@@ -244,13 +272,27 @@ class FitForecaster:
 
 
 def fit_batch_size(arguments: Mapping[str, Any]) -> int | None:
-    """The batch size of a ``fit`` given arrays: its ``batch_size``, or Keras' 32; ``None`` for
-    data that batches itself (a dataset, a generator), whose batch ``fit`` is not told."""
-    batch = arguments.get("batch_size")
-    if isinstance(batch, int) and batch > 0:
-        return batch
+    """The batch a ``fit`` given arrays trains on: its ``batch_size`` (or Keras' 32), at most
+    the samples it trains on; ``None`` for data that batches itself (a dataset, a generator),
+    whose batches are its own whatever ``batch_size`` says (Keras ignores it)."""
     x = arguments.get("x")
-    return KERAS_DEFAULT_BATCH if _is_array(x) else None
+    if not _is_array(x):
+        return None
+    batch = arguments.get("batch_size")
+    batch = batch if isinstance(batch, int) and batch > 0 else KERAS_DEFAULT_BATCH
+    samples = _samples(x)
+    return min(batch, samples) if samples > 0 else batch
+
+
+def _samples(x: Any) -> int:
+    """The samples of arrays ``x`` (after ``fit`` split off ``validation_split``): the length of
+    the first."""
+    if isinstance(x, dict):
+        return _samples(next(iter(x.values())))
+    if isinstance(x, list | tuple):
+        return _samples(x[0])
+    length = x.shape[0]
+    return length if isinstance(length, int) else 0
 
 
 def _is_array(x: Any) -> bool:

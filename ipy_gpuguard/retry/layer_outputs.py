@@ -7,10 +7,10 @@ layer keeps a record of every call (a person may call it outside the model to se
 backbone may be used in a model of larger images first), and those calls are no part of this
 step.
 
-Everything is read from the instance dictionaries of Keras' objects, through the ``__dict__``
-descriptor Python gave their class, never by looking an attribute up: a person's layer or model
-may define ``__getattr__``, ``__getattribute__``, ``__dict__`` or properties such as ``layers``
-and ``output``, and none of that runs on the guard's account. Keras 3 and Keras 2 keep the graph
+Everything is read from the instance dictionaries of Keras' objects (:mod:`.own_attributes`),
+never by looking an attribute up: a person's layer or model may define ``__getattr__``,
+``__getattribute__``, ``__dict__`` or properties such as ``layers`` and ``output``, and none of
+that runs on the guard's account. Keras 3 and Keras 2 keep the graph
 in ``_nodes_by_depth`` (Keras 3's ``Sequential`` in the functional model it holds as
 ``_functional``), and each call's outputs in its node's ``outputs``.
 """
@@ -18,9 +18,10 @@ in ``_nodes_by_depth`` (Keras 3's ``Sequential`` in the functional model it hold
 from __future__ import annotations
 
 import math
-import types
 from collections.abc import Mapping
 from typing import Any
+
+from .own_attributes import instance_dict
 
 
 def largest_activation_bytes(model: Any) -> int:
@@ -43,7 +44,7 @@ def _graph_outputs(model: Any, seen: set[int]) -> list[Any]:
     seen.add(id(model))
     outputs: list[Any] = []
     for node in _graph_nodes(model):
-        state = _instance_dict(node)
+        state = instance_dict(node)
         called = _tensors(state.get("outputs"))
         outputs += called
         operation = state.get("operation", state.get("layer"))  # Keras 3, Keras 2
@@ -63,21 +64,9 @@ def _graph_nodes(model: Any) -> list[Any]:
 
 def _graph_state(model: Any) -> Mapping[str, Any]:
     """The instance dictionary of the functional model that holds ``model``'s graph."""
-    state = _instance_dict(model)
+    state = instance_dict(model)
     functional = state.get("_functional")
-    return _instance_dict(functional) if functional is not None else state
-
-
-def _instance_dict(value: Any) -> Mapping[str, Any]:
-    """``value``'s own attributes, read through the ``__dict__`` descriptor Python made for its
-    class (or a base's), so that no ``__dict__``, ``__getattr__`` or ``__getattribute__`` of a
-    class of the person's runs; empty for an object without one."""
-    for klass in type(value).__mro__:
-        descriptor = vars(klass).get("__dict__")
-        if isinstance(descriptor, types.GetSetDescriptorType):
-            state = descriptor.__get__(value)
-            return state if isinstance(state, dict) else {}
-    return {}
+    return instance_dict(functional) if functional is not None else state
 
 
 def _tensors(value: Any) -> list[Any]:

@@ -17,15 +17,8 @@ from typing import Any
 
 from .measure import FitCall
 from .notes import NoteKind, SearchNote, WhyWholeRuns
+from .own_attributes import replicas_of
 from .state import KeptState
-
-
-def replicas_of(model: Any) -> int:
-    """The replicas a ``tf.distribute`` strategy splits the model's batches across (1 without
-    one): under ``MirroredStrategy`` the batch in the cell is the global batch."""
-    strategy = getattr(model, "distribute_strategy", None)
-    replicas = getattr(strategy, "num_replicas_in_sync", 1)
-    return replicas if isinstance(replicas, int) and replicas > 1 else 1
 
 
 def is_one_shot(data: Any) -> bool:

@@ -118,6 +118,9 @@ class GuardedRun:
         self._stop_heard = StopHeard()
         self.steps = StepRecorder()
         self.pending_work = PendingWork(frozenset())  # JAX's arrays as the cell starts
+        #: Where a line of the guard's goes without a panel: the stream of the cell's start,
+        #: never one the person's code redirects ``sys.stderr`` to while it runs.
+        self._stderr = sys.stderr
         self.forecaster = FitForecaster(
             self.steps,
             self.capacity,
@@ -176,6 +179,7 @@ class GuardedRun:
             finally:
                 self._sampler.stop()
             self.forecaster.look()  # a fit shorter than a sample's interval
+            self.forecaster.cell_ended()
             view = replace(self.view(finished=True), ended_with=ended_with)
             if self._on_stall is not None:  # a stall's card says how it ended
                 self._on_stall(view)
@@ -372,7 +376,7 @@ class GuardedRun:
         if self._panel is not None:
             self._panel.draw(self.view, force=True)
         elif not forecast.fits:
-            print(f"ipy_gpuguard: {forecast_line(forecast)}", file=sys.stderr)
+            print(f"ipy_gpuguard: {forecast_line(forecast)}", file=self._stderr)
 
     def _allocator_peak_now(self) -> int | None:
         """The allocator's peak since its last reset, on the fullest watched device; ``None``

@@ -59,6 +59,9 @@ class KernelStateFile:
         self._lock = threading.Lock()
         self._last_write: float | None = None
         self._warned = False
+        #: Where its one warning goes: a write fails on the sampler's thread while a cell runs,
+        #: and must not land in a stream the person's code redirected ``sys.stderr`` to.
+        self._stderr = sys.stderr
         self.state = KernelState(
             pid=os.getpid(),
             kernel_id=kernel_id,
@@ -172,7 +175,9 @@ class KernelStateFile:
     def _warn(self, error: OSError) -> None:
         if not self._warned:
             self._warned = True
-            print(f"ipy_gpuguard: cannot write the kernel's state file ({error})", file=sys.stderr)
+            print(
+                f"ipy_gpuguard: cannot write the kernel's state file ({error})", file=self._stderr
+            )
 
 
 def host_memory() -> dict[str, int]:

@@ -22,7 +22,6 @@ from IPython.display import Pretty, display
 
 from ..protocol import FIND_MAX, RETRY, Action, ActionArgs
 from ..protocol.files import os_reason
-from ..record import in_one_line
 from ..retry import AUTO_RETRY_RUNS, DEFAULT_RUNS, FIND_MAX_RUNS, retry_settings
 from ..retry.outcome import Ending
 from ..ui.history import HistoryTable
@@ -670,6 +669,8 @@ def _guard_failure_in_one_line(stage: str, action: Callable[[], T], stop: bool =
         )
         return None
     except BaseException as error:  # a SystemExit too: a hook of IPython's must not end the kernel
+        from ..record import in_one_line  # not at %load_ext: the session's rooms load with it
+
         print(
             f"ipy_gpuguard: the guard failed to {stage} ({in_one_line(error)}); "
             f"{_CONSEQUENCES[stage]}",

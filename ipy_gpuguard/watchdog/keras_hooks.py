@@ -25,11 +25,11 @@ from importlib.machinery import ModuleSpec
 from types import FrameType, ModuleType
 from typing import Any, Protocol
 
-from .progress import StepRecorder
+from .progress import TRAINING, StepRecorder
 
 #: Keras 3 (which ``tf.keras`` is since TensorFlow 2.16), and Keras 2 as the ``tf_keras`` package.
 KERAS_MODULES = ("keras", "tf_keras")
-_PHASES = {"train": "fit", "test": "evaluate", "predict": "predict"}
+_PHASES = {"train": TRAINING, "test": "evaluate", "predict": "predict"}
 _ABSENT = object()
 #: How far up the stack the callback looks for the ``fit`` it serves (its data argument).
 _FIT_FRAME_DEPTH = 24
@@ -243,12 +243,12 @@ def heartbeat_callback_class(base: type) -> type:
             if self._watcher is not None:
                 steps = (self.params or {}).get("steps")
                 epoch_steps = steps if isinstance(steps, int) else None
-                arguments = _fit_arguments(self.model)
-                self._watcher.fit_began(self.model, arguments, epoch_steps)
+                model = _unsynced_model(self)
+                self._watcher.fit_began(model, _fit_arguments(model), epoch_steps)
 
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
             if self._watcher is not None:
-                self._watcher.epoch_ended(self.model, epoch)
+                self._watcher.epoch_ended(_unsynced_model(self), epoch)
 
         def on_test_begin(self, logs: Any = None) -> None:
             self._recorder.begin_phase(_PHASES["test"])
@@ -259,7 +259,7 @@ def heartbeat_callback_class(base: type) -> type:
         def on_train_end(self, logs: Any = None) -> None:
             self._recorder.end_phase()
             if self._watcher is not None:
-                self._watcher.fit_ended(self.model)
+                self._watcher.fit_ended(_unsynced_model(self))
 
         def on_test_end(self, logs: Any = None) -> None:
             self._recorder.end_phase()
@@ -285,7 +285,8 @@ def _unsynced_model(callback: Any) -> Any:
     property writes the step's state back into the model's variables (``jax_state_sync``),
     which between two steps, on the thread an async-safe callback runs on, races the next step
     that donates those buffers ("Buffer has been deleted or donated"), and changes the person's
-    run. Keras 2 keeps the model as a plain attribute."""
+    run; and it looks up ``_jax_state``, which a model not yet synced lacks, through the
+    person's ``__getattr__``. Keras 2 keeps the model as a plain attribute."""
     attributes = vars(callback)
     return attributes.get("_model", attributes.get("model"))
 

@@ -3,6 +3,7 @@ it does with a peak it cannot know."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -10,7 +11,7 @@ import numpy as np
 from ipy_gpuguard.cards.forecast_words import forecast_lines
 from ipy_gpuguard.record.forecast import Basis, Capacity, Unforeseen
 from ipy_gpuguard.retry.fit_forecast import MEASURED_AFTER, FitForecaster
-from ipy_gpuguard.watchdog.progress import StepRecorder
+from ipy_gpuguard.watchdog.progress import TRAINING, StepRecorder
 
 MiB = 2**20
 
@@ -22,11 +23,17 @@ class Model:
 
 
 def fit(forecaster: FitForecaster, steps: StepRecorder, model: Model) -> None:
+    steps.begin_phase(TRAINING)  # as the heartbeat does as fit begins
     forecaster.fit_began(model, {"x": np.zeros((1024, 8)), "batch_size": 64}, 16)
     steps.step()
     forecaster.first_step_ended(model)
     for _ in range(MEASURED_AFTER - 1):
         steps.step()
+
+
+def peak_of_the_steps(steps: StepRecorder, peak_bytes: int) -> Callable[[], int]:
+    """The allocator's peak since the cell began: nothing before the fit's first step."""
+    return lambda: peak_bytes if steps.training_steps else 0
 
 
 def test_the_capacity_is_read_as_the_fit_begins_when_the_allocator_is_set_up():
@@ -35,7 +42,10 @@ def test_the_capacity_is_read_as_the_fit_begins_when_the_allocator_is_set_up():
     capacity: dict[str, Capacity | None] = {"bytes": None}
     steps = StepRecorder()
     forecaster = FitForecaster(
-        steps, lambda: capacity["bytes"], read_peak=lambda: 200 * MiB, read_held=lambda: 10 * MiB
+        steps,
+        lambda: capacity["bytes"],
+        read_peak=peak_of_the_steps(steps, 200 * MiB),
+        read_held=lambda: 10 * MiB,
     )
     capacity["bytes"] = Capacity(2048 * MiB)  # the pool, set up by the person's first arrays
     model = Model()
@@ -61,7 +71,7 @@ def test_the_fixed_part_is_what_the_allocator_holds_between_steps_without_the_gr
     forecaster = FitForecaster(
         steps,
         lambda: Capacity(2048 * MiB),
-        read_peak=lambda: 100 * MiB,
+        read_peak=peak_of_the_steps(steps, 100 * MiB),
         read_held=lambda: 20 * MiB,
     )
     fit(forecaster, steps, Wide())
@@ -77,7 +87,10 @@ def test_what_other_processes_hold_is_read_with_the_capacity_and_said():
     steps = StepRecorder()
     capacity = Capacity(0)
     forecaster = FitForecaster(
-        steps, lambda: capacity, read_peak=lambda: 200 * MiB, read_held=lambda: 10 * MiB
+        steps,
+        lambda: capacity,
+        read_peak=peak_of_the_steps(steps, 200 * MiB),
+        read_held=lambda: 10 * MiB,
     )
     capacity = Capacity(2048 * MiB, held_by_others_bytes=6144 * MiB)  # as the fit begins
     fit(forecaster, steps, Model())
@@ -136,8 +149,131 @@ def test_an_error_of_the_guards_that_stops_the_forecast_is_said_in_one_line():
 
     steps = StepRecorder()
     forecaster = FitForecaster(
-        steps, lambda: Capacity(2048 * MiB), read_peak=lambda: 200 * MiB, read_held=misread
+        steps,
+        lambda: Capacity(2048 * MiB),
+        read_peak=peak_of_the_steps(steps, 200 * MiB),
+        read_held=misread,
     )
     fit(forecaster, steps, Model())
     assert forecaster.look() is None
     assert forecaster.error == "ValueError: the bindings misread the device"
+
+
+def test_a_cell_that_peaked_before_its_fit_says_so_rather_than_forecast_from_that_peak():
+    """The allocator's peak counts from the cell's start: a tensor the cell made and freed
+    before its fit, larger than the fit's steps, would be taken for their peak (a fit that
+    trained said it would run out of memory)."""
+    peaks = [300 * MiB]  # a scratch tensor's, before the fit
+    steps = StepRecorder()
+    forecaster = FitForecaster(
+        steps, lambda: Capacity(256 * MiB), read_peak=lambda: peaks[-1], read_held=lambda: 10 * MiB
+    )
+    fit(forecaster, steps, Model())
+    assert forecaster.look() is None
+    assert forecaster.unforeseen is Unforeseen.EARLIER_PEAK
+    (said,) = forecast_lines(None, forecaster.unforeseen)
+    assert "run the fit in a %%gpuguard cell of its own" in said
+    peaks.append(301 * MiB)  # the fit's own steps passed it: the peak is theirs
+    forecast = forecaster.look()
+    assert forecast is not None
+    assert forecast.peak_bytes == 301 * MiB
+
+
+def test_a_fit_that_ended_before_its_second_step_says_so_once_the_cell_ended():
+    steps = StepRecorder()
+    forecaster = FitForecaster(
+        steps, lambda: Capacity(2048 * MiB), peak_of_the_steps(steps, 200 * MiB), lambda: 10 * MiB
+    )
+    steps.begin_phase(TRAINING)
+    forecaster.fit_began(Model(), {"x": np.zeros((1024, 8)), "batch_size": 64}, 16)
+    steps.step()  # then it raised
+    assert forecaster.look() is None
+    assert forecaster.unforeseen is None  # while the cell runs, it may yet be made
+    forecaster.cell_ended()
+    assert forecaster.unforeseen is Unforeseen.ENDED_EARLY
+
+
+def test_only_training_steps_count_towards_the_forecast():
+    """A validation run inside fit steps too: its steps are not the training step's."""
+    steps = StepRecorder()
+    forecaster = FitForecaster(
+        steps, lambda: Capacity(2048 * MiB), peak_of_the_steps(steps, 200 * MiB), lambda: 10 * MiB
+    )
+    model = Model()
+    steps.begin_phase(TRAINING)
+    forecaster.fit_began(model, {"x": np.zeros((64, 8)), "batch_size": 64}, 1)
+    steps.step()
+    forecaster.first_step_ended(model)
+    steps.begin_phase("evaluate")
+    for _ in range(5):
+        steps.step()
+    steps.end_phase()
+    assert forecaster.look() is None
+    steps.step()
+    forecast = forecaster.look()
+    assert forecast is not None
+    assert forecast.step == MEASURED_AFTER
+
+
+def growing_fit(forecaster: FitForecaster, steps: StepRecorder, model: Model, **arguments):
+    steps.begin_phase(TRAINING)
+    forecaster.fit_began(model, {"x": np.zeros((64, 8)), "batch_size": 64, **arguments}, 1)
+    steps.step()
+    forecaster.first_step_ended(model)
+    steps.step()
+
+
+def test_growth_is_projected_in_keras_numbering_over_the_epochs_this_fit_runs():
+    """``initial_epoch=8, epochs=12`` runs four epochs, numbered 9 to 12 by Keras."""
+    held = [10 * MiB]
+    steps = StepRecorder()
+    forecaster = FitForecaster(
+        steps, lambda: Capacity(100 * MiB), peak_of_the_steps(steps, 20 * MiB), lambda: held[-1]
+    )
+    model = Model()
+    growing_fit(forecaster, steps, model, epochs=12, initial_epoch=8)
+    for epoch in range(8, 12):
+        held.append(held[-1] + 4 * MiB)
+        forecaster.epoch_ended(model, epoch)
+    forecast = forecaster.look()
+    assert forecast is not None
+    assert forecast.growth is not None
+    assert forecast.growth.fills_at_epoch is None  # 4 MiB an epoch fills 80 MiB in 20 more
+
+    held[:] = [10 * MiB]
+    steps = StepRecorder()
+    forecaster = FitForecaster(
+        steps, lambda: Capacity(40 * MiB), peak_of_the_steps(steps, 20 * MiB), lambda: held[-1]
+    )
+    growing_fit(forecaster, steps, model, epochs=30, initial_epoch=8)
+    for epoch in range(8, 12):
+        held.append(held[-1] + 4 * MiB)
+        forecaster.epoch_ended(model, epoch)
+    forecast = forecaster.look()
+    assert forecast is not None
+    assert forecast.growth is not None
+    assert forecast.growth.fills_at_epoch == 8 + 4 + 20 // 4 + 1  # Keras' epoch 18
+
+
+def test_only_the_first_fits_own_epochs_are_projected():
+    """A fit a callback runs inside the first, and a later fit, have epochs of their own."""
+    held = [10 * MiB]
+    steps = StepRecorder()
+    forecaster = FitForecaster(
+        steps, lambda: Capacity(40 * MiB), peak_of_the_steps(steps, 20 * MiB), lambda: held[-1]
+    )
+    model = Model()
+    growing_fit(forecaster, steps, model, epochs=2)
+    forecaster.fit_began(model, {"x": np.zeros((64, 8)), "batch_size": 64, "epochs": 40}, 1)
+    for epoch in range(6):  # the inner fit's, which would project against the first's 2 epochs
+        held.append(held[-1] + 4 * MiB)
+        forecaster.epoch_ended(model, epoch)
+    forecaster.fit_ended(model)
+    forecaster.fit_ended(model)
+    forecaster.fit_began(model, {"x": np.zeros((64, 8)), "batch_size": 64, "epochs": 40}, 1)
+    for epoch in range(6):  # a later fit's
+        held.append(held[-1] + 4 * MiB)
+        forecaster.epoch_ended(model, epoch)
+    forecast = forecaster.look()
+    assert forecast is not None
+    assert forecast.growth is None

@@ -3,6 +3,8 @@ when it cannot be written."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import itertools
 import json
 import sys
@@ -75,6 +77,19 @@ def test_a_state_file_that_cannot_be_written_is_one_warning_line(tmp_path, capsy
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert err.startswith("ipy_gpuguard: cannot write the kernel's state file")
+
+
+def test_its_warning_never_lands_in_a_stream_the_persons_cell_redirected(tmp_path, capsys):
+    """A write fails on the sampler's thread while the person's cell runs, perhaps inside their
+    ``contextlib.redirect_stderr``: the warning goes to the kernel's stream."""
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    state = KernelStateFile(blocker / "ipy_gpuguard" / "kernel-k1.json", "k1")
+    persons = io.StringIO()
+    with contextlib.redirect_stderr(persons):
+        state.cell_started(RunningCell(None, None, "x"))
+    assert persons.getvalue() == ""
+    assert capsys.readouterr().err.startswith("ipy_gpuguard: cannot write the kernel's state file")
 
 
 def test_a_write_that_fails_leaves_no_temporary_file(tmp_path, monkeypatch, capsys):

@@ -1,0 +1,46 @@
+"""Reading a person's Keras objects without running any of their code.
+
+A person's model, layer or callback may define ``__getattr__``, ``__getattribute__``, a
+``__dict__`` property, or properties that shadow Keras' attributes (``layers``, ``output``,
+``optimizer``); Keras 3's ``Callback.model`` property even writes the step's state back into the
+model on JAX. An attribute looked up the ordinary way may run any of that on the guard's
+account, and raise the guard's way into the person's ``fit``. What the guard reads of such an
+object it reads from the instance dictionary, through the ``__dict__`` descriptor Python made
+for the object's class, which no class of the person's can replace.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Mapping
+from typing import Any
+
+
+def instance_dict(value: Any) -> Mapping[str, Any]:
+    """``value``'s own attributes, read through the ``__dict__`` descriptor Python made for its
+    class (or a base's); empty for an object without one."""
+    for klass in type(value).__mro__:
+        descriptor = vars(klass).get("__dict__")
+        if isinstance(descriptor, types.GetSetDescriptorType):
+            state = descriptor.__get__(value)
+            return state if isinstance(state, dict) else {}
+    return {}
+
+
+def replicas_of(model: Any) -> int:
+    """The replicas a ``tf.distribute`` strategy splits the model's batches across (1 without
+    one): under ``MirroredStrategy`` the batch in the cell is the global batch.
+
+    What Keras' ``distribute_strategy`` property returns, read without it: the strategy the
+    model was built under (Keras 3 ``_distribute_strategy``, Keras 2 ``_distribution_strategy``),
+    else the one whose scope the ``fit`` runs in.
+    """
+    state = instance_dict(model)
+    strategy = state.get("_distribute_strategy", state.get("_distribution_strategy"))
+    if strategy is None:
+        distribute = getattr(sys.modules.get("tensorflow"), "distribute", None)
+        current = getattr(distribute, "get_strategy", None)
+        strategy = current() if callable(current) else None
+    replicas = getattr(strategy, "num_replicas_in_sync", 1)
+    return replicas if isinstance(replicas, int) and replicas > 1 else 1

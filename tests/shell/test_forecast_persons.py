@@ -1,0 +1,193 @@
+"""The forecast never speaks of what is not the fit's, nor into what is the person's: in a real
+shell with real Keras (TensorFlow's BFC allocator on the CPU standing for a simulated GPU; Keras
+on JAX), cells a hostile user would write."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).parent.parent.parent
+
+CELLS_ON_TENSORFLOW = """
+import io, json, os, sys, contextlib
+sys.path.insert(0, {root!r})
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+shell.run_line_magic("load_ext", "ipy_gpuguard")
+shell.run_cell('''
+import numpy as np, keras, tensorflow as tf
+x = np.random.rand(1024, 64).astype("float32")
+y = np.random.randint(0, 10, 1024)
+def model():
+    m = keras.Sequential([keras.Input((64,)), keras.layers.Dense(256, activation="relu"),
+                          keras.layers.Dense(10)])
+    m.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return m
+''')
+results = {{}}
+def case(name, cell):
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        ran = shell.run_cell("%%gpuguard --interval 0.05\\n" + cell)
+        shell.run_line_magic("gpuguard", "forecast")
+    results[name] = {{
+        "ok": ran.success,
+        "forecast": shell.run_line_magic("gpuguard", "forecast --json"),
+        "said": said.getvalue(),
+    }}
+case("plain", "model().fit(x, y, batch_size=64, epochs=1, verbose=0)")
+case("scratch_before", "scratch = tf.random.normal((25_000_000,)); total = float(tf.reduce_sum("
+     "scratch)); del scratch\\nmodel().fit(x, y, batch_size=64, epochs=1, verbose=0)")
+case("plain_again", "model().fit(x, y, batch_size=64, epochs=1, verbose=0)")
+case("failed_first_step", "model().fit(x, np.full(1024, 99), batch_size=16, epochs=1, verbose=0)")
+case("dataset_batch_size", "model().fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(8), "
+     "batch_size=512, epochs=1, verbose=0)")
+case("fewer_samples", "model().fit(x[:40], y[:40], batch_size=512, epochs=3, verbose=0)")
+os.environ["GPUGUARD_SIMULATE"] = "1MiB"
+shell.run_line_magic("unload_ext", "ipy_gpuguard")
+shell.run_line_magic("load_ext", "ipy_gpuguard")
+case("redirected_stderr", "import io, contextlib\\nkept = io.StringIO()\\nwith contextlib.redirect_stderr(kept):\\n"
+     "    model().fit(x, y, batch_size=512, epochs=2, verbose=0)")
+results["redirected_stderr"]["persons_stream"] = shell.user_ns["kept"].getvalue()
+print("RESULTS", json.dumps(results))
+"""
+
+
+@pytest.fixture(scope="module")
+def cells() -> dict[str, Any]:
+    """One real shell, the cells run in it in order, and what the guard said of each."""
+    env = {
+        **os.environ,
+        "GPUGUARD_SIMULATE": "256MiB",
+        "TF_CPU_ALLOCATOR_USE_BFC": "true",
+        "TF_CPU_BFC_MEM_LIMIT_IN_MB": "2048",
+        "TF_ENABLE_ONEDNN_OPTS": "0",
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        "KERAS_BACKEND": "tensorflow",
+    }
+    script = textwrap.dedent(CELLS_ON_TENSORFLOW).format(root=str(ROOT))
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
+    )
+    lines = [line for line in run.stdout.splitlines() if line.startswith("RESULTS ")]
+    assert lines, run.stdout[-3000:] + run.stderr[-3000:]
+    return json.loads(lines[0].removeprefix("RESULTS "))
+
+
+@pytest.mark.tensorflow
+def test_a_tensor_the_cell_freed_before_its_fit_is_no_part_of_the_fits_forecast(cells):
+    """It was: a fit that trained was said to need 352 MiB of a 256 MiB GPU."""
+    assert cells["plain"]["forecast"]["basis"] == "measured"
+    assert cells["plain"]["forecast"]["peak_bytes"] < 64 << 20
+    scratch = cells["scratch_before"]
+    assert scratch["ok"]
+    assert scratch["forecast"] is None
+    assert (
+        "the cell used more memory before its fit than the fit's first steps did"
+        in (scratch["said"])
+    )
+    assert "run out of memory" not in scratch["said"]
+
+
+@pytest.mark.tensorflow
+def test_a_fit_that_failed_at_its_first_step_is_not_given_the_last_cells_forecast(cells):
+    assert cells["plain_again"]["forecast"]["batch_size"] == 64
+    failed = cells["failed_first_step"]
+    assert not failed["ok"]
+    assert failed["forecast"] is None
+    assert (
+        "No forecast for the last guarded fit: it ended before its second training step"
+        in (failed["said"])
+    )
+
+
+@pytest.mark.tensorflow
+def test_a_datasets_batches_are_its_own_whatever_batch_size_says(cells):
+    dataset = cells["dataset_batch_size"]
+    assert dataset["ok"]
+    assert dataset["forecast"] is None
+    assert "its data batches itself" in dataset["said"]
+
+
+@pytest.mark.tensorflow
+def test_a_fit_of_fewer_samples_than_its_batch_size_is_forecast_at_the_batch_it_trains(cells):
+    fewer = cells["fewer_samples"]["forecast"]
+    assert fewer["batch_size"] == 40
+    plain = cells["plain"]["forecast"]
+    per_sample_plain = plain["peak_bytes"] / plain["batch_size"]
+    assert fewer["peak_bytes"] / fewer["batch_size"] > per_sample_plain  # not 512's share
+
+
+@pytest.mark.tensorflow
+def test_the_guards_warning_never_lands_in_a_stream_the_person_redirected(cells):
+    redirected = cells["redirected_stderr"]
+    assert redirected["ok"]
+    forecast = redirected["forecast"]
+    assert forecast is not None
+    assert forecast["peak_bytes"] > forecast["capacity_bytes"]  # the case the guard warns of
+    assert redirected["persons_stream"] == ""
+
+
+GETATTR_ON_JAX = """
+import json, sys
+sys.path.insert(0, {root!r})
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+shell.run_line_magic("load_ext", "ipy_gpuguard")
+shell.run_cell('''
+import numpy as np, keras
+x = np.random.rand(64, 8).astype("float32")
+y = np.random.rand(64, 1).astype("float32")
+looked_up, optimizer_reads = [], []
+class Mine(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.dense = keras.layers.Dense(1)
+        self.settings = {{"units": 1}}
+    def call(self, x):
+        return self.dense(x)
+    def __getattr__(self, name):
+        looked_up.append(name)
+        settings = self.__dict__.get("settings")
+        if settings is None or not self.__dict__.get("ready"):
+            raise AttributeError(name)
+        return settings[name]  # a KeyError for a name it does not know
+def trained():
+    model = Mine()
+    model.compile("sgd", "mse")
+    model.ready = True
+    looked_up.clear()
+    try:
+        model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+        return ["fit", *looked_up]
+    except Exception as error:
+        return ["caught", type(error).__name__, *looked_up]
+unguarded = trained()
+''')
+shell.run_cell("%%gpuguard --interval 0.05\\nguarded = trained()")
+print("OUTCOMES", json.dumps([shell.user_ns["unguarded"], shell.user_ns["guarded"]]))
+"""
+
+
+@pytest.mark.tensorflow
+def test_on_jax_the_persons_getattr_never_runs_for_the_guard():
+    """The guard read ``distribute_strategy`` and Keras' ``Callback.model`` (which looks up
+    ``_jax_state``) through the person's ``__getattr__``, whose ``KeyError`` their own
+    ``except`` then caught: their fit failed under the guard and trained without it."""
+    env = {**os.environ, "GPUGUARD_SIMULATE": "8GiB", "KERAS_BACKEND": "jax"}
+    script = textwrap.dedent(GETATTR_ON_JAX).format(root=str(ROOT))
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=240
+    )
+    (line,) = [line for line in run.stdout.splitlines() if line.startswith("OUTCOMES ")]
+    unguarded, guarded = json.loads(line.removeprefix("OUTCOMES "))
+    assert unguarded[0] == "fit", unguarded
+    assert guarded == unguarded
