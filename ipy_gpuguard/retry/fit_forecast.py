@@ -1,28 +1,31 @@
 """The forecast of a guarded cell's first Keras ``fit``, made while it trains.
 
 The heartbeat tells the :class:`FitForecaster` when the fit begins (its model and its batch
-size) and when each epoch ends. Where XLA compiles the step (Keras 3 on JAX) and the model is
-Keras' own code alone, the forecast is made as the fit begins, before the first step, from XLA's
-analysis of the step at the cell's batch and half of it, checked at the largest batch they give
-(:mod:`.compiled_step`, :func:`.forecast.compiled_line`). Elsewhere the
-sampler's thread asks it to :meth:`~FitForecaster.look` at each sample: once
-:data:`MEASURED_AFTER` steps have run, the allocator's peak over them is the line of
-:mod:`.forecast` through one point, whose fixed part is what the allocator holds between the
-first two steps (the first builds the optimizer's slots). What the
-allocator holds at the end of each epoch shows memory that grows over the run. Reading the
-model reads the shapes Keras recorded of its graph only (:mod:`.layer_outputs`): nothing of the
-person's model or data changes, and nothing runs on their behalf.
+size), when its first two training steps end, and when each epoch ends. Where XLA compiles the
+step (Keras 3 on JAX) and the model is Keras' own code alone, the forecast is made as the fit
+begins, before the first step, from XLA's analysis of the step at the cell's batch and half of
+it, checked at the largest batch they give (:mod:`.compiled_step`, :func:`.forecast.
+compiled_line`). Elsewhere it is measured: what the allocator holds after the first step is the
+fixed part (the first builds the optimizer's slots), and its peak as the second step ends is the
+step's, read then (before a validation run, a callback's work at the epoch's end, or a later fit
+of the cell could add to it) and only where it passed the cell's peak before the fit. The
+sampler's thread makes the line of :mod:`.forecast` through that one point when it next looks
+(:meth:`~FitForecaster.look`). What the allocator holds at the end of each epoch of the first
+fit shows memory that grows over the run. Reading the model reads the shapes Keras recorded of
+its graph only (:mod:`.layer_outputs`) and its own attributes (:mod:`.own_attributes`): nothing
+of the person's model or data changes, and none of their code runs on the guard's account.
 """
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..record.failure import in_one_line
 from ..record.forecast import Basis, Capacity, Forecast, Unforeseen
-from ..watchdog.progress import StepRecorder
+from ..watchdog.keras_hooks import STEPS_TOLD
 from .compiled_step import keras_on_jax, keras_only, step_need_bytes
 from .forecast import (
     MemoryLine,
@@ -33,9 +36,9 @@ from .forecast import (
 from .layer_outputs import largest_activation_bytes
 from .own_attributes import replicas_of
 
-#: Training steps after which the allocator's peak is read: the first traces and compiles the
-#: step, the second runs it as every later step will.
-MEASURED_AFTER = 2
+#: The training step at whose end the allocator's peak is read: the first traces and compiles
+#: the step, the second runs it as every later step will.
+MEASURED_AFTER = STEPS_TOLD
 #: Keras' batch size when ``fit`` is given arrays and no ``batch_size``.
 KERAS_DEFAULT_BATCH = 32
 
@@ -48,7 +51,6 @@ class _Fit:
     model: Any
     device_batch: int
     replicas: int
-    steps_at_start: int
     #: The allocator's peak so far in the cell as the fit began: the steps' own peak is known
     #: only once the cell's peak has passed it.
     peak_before: int | None
@@ -63,6 +65,11 @@ class _Fit:
     initial_epoch: int
     #: What a sample adds to the model's largest layer output, read with the fixed part.
     largest_tensor_bytes: int = 0
+    #: The training steps that have ended, as far as :data:`MEASURED_AFTER`.
+    steps: int = 0
+    #: The allocator's peak as step :data:`MEASURED_AFTER` ended: before the validation, the
+    #: callbacks' work at the epoch's end, and any later fit of the cell.
+    peak_bytes: int | None = None
 
 
 class FitForecaster:
@@ -83,13 +90,11 @@ class FitForecaster:
 
     def __init__(
         self,
-        steps: StepRecorder,
         read_capacity: Callable[[], Capacity | None],
         read_peak: Callable[[], int | None],
         read_held: Callable[[], int | None],
         made: Callable[[Forecast], None] = lambda forecast: None,
     ) -> None:
-        self._steps = steps
         self._read_capacity = read_capacity
         self._capacity: Capacity | None = None
         self._read_peak = read_peak
@@ -129,16 +134,15 @@ class FitForecaster:
             self.unforeseen = Unforeseen.NO_DEVICE
             return
         replicas = replicas_of(model)
-        epochs, initial_epoch = arguments.get("epochs"), arguments.get("initial_epoch")
-        first = initial_epoch if isinstance(initial_epoch, int) and initial_epoch > 0 else 0
+        epochs = _whole(arguments.get("epochs"))
+        first = max(_whole(arguments.get("initial_epoch")) or 0, 0)
         self._fit = _Fit(
             model,
             max(batch // replicas, 1),
             replicas,
-            self._steps.training_steps,
             self._read_peak(),
             None,
-            epochs - first if isinstance(epochs, int) else None,
+            None if epochs is None else epochs - first,
             first,
         )
         if keras_on_jax(model) and keras_only(model):
@@ -176,26 +180,38 @@ class FitForecaster:
         self._fits_open = max(self._fits_open - 1, 0)
 
     def cell_ended(self) -> None:
-        """Once the cell has ended: a fit forecast from its steps that ended before they were
-        read has no forecast, and says why (not the last cell's)."""
-        if self._fit is not None and self.forecast is None and self.error is None:
-            self.unforeseen = self.unforeseen or Unforeseen.ENDED_EARLY
-
-    def first_step_ended(self, model: Any) -> None:
-        """From the fit's own thread, between its first two steps: what the allocator holds
-        then is the fixed part. Never raises: an error of the guard's stops the forecast
-        and is said in the panel."""
+        """Once the cell has ended (and the forecast was last looked at): a fit that ended
+        before its steps were read has no forecast, and says so (not the last cell's)."""
         fit = self._fit
-        if fit is None or fit.fixed_bytes is not None or model is not fit.model:
+        if fit is None or self.forecast is not None or self.error is not None:
+            return
+        if fit.steps < MEASURED_AFTER:
+            self.unforeseen = Unforeseen.ENDED_EARLY
+
+    def _alone(self, model: Any) -> bool:
+        """The cell's first fit is running, and no other fit inside it."""
+        fit = self._fit
+        return fit is not None and model is fit.model and self._fits_seen == self._fits_open == 1
+
+    def step_ended(self, model: Any, step: int) -> None:
+        """From the fit's own thread, at the end of its first training steps: what the
+        allocator holds after the first is the fixed part; its peak after the second is the
+        step's. Never raises: an error of the guard's stops the forecast and is said in the
+        panel."""
+        fit = self._fit
+        if fit is None or not self._alone(model) or self.error is not None:
             return
         try:
-            held = self._read_held()
-            if held is not None:
+            if step == 1:
+                held = self._read_held()
                 self._fit = replace(
                     fit,
+                    steps=step,
                     fixed_bytes=held,
-                    largest_tensor_bytes=largest_activation_bytes(model),
+                    largest_tensor_bytes=0 if held is None else largest_activation_bytes(model),
                 )
+            elif step == MEASURED_AFTER:
+                self._fit = replace(fit, steps=step, peak_bytes=self._read_peak())
         except Exception as error:  # the guard's own, never the person's
             self.error = in_one_line(error)
 
@@ -204,9 +220,7 @@ class FitForecaster:
         and project it once it grows. Never raises: an error of the guard's stops the forecast
         and is said in the panel."""
         fit = self._fit
-        if fit is None or model is not fit.model or self.error is not None:
-            return
-        if self._fits_seen > 1 or self._fits_open != 1:
+        if fit is None or not self._alone(model) or self.error is not None:
             return  # a later fit's epoch, or one of a fit inside the first
         try:
             self._project(fit)
@@ -241,13 +255,15 @@ class FitForecaster:
         fit = self._fit
         if self.forecast is not None or fit is None or self._capacity is None:
             return self.forecast
+        if fit.steps < MEASURED_AFTER:
+            return None
         if fit.fixed_bytes is None:
+            self.unforeseen = Unforeseen.PEAK_UNKNOWN  # what it held between steps
             return None
-        done = self._steps.training_steps - fit.steps_at_start
-        if done < MEASURED_AFTER:
-            return None
-        peak = self._read_peak()
-        if peak is not None and fit.peak_before is not None and peak <= fit.peak_before:
+        peak = fit.peak_bytes
+        if not _past(peak, fit.peak_before) and self._alone(fit.model):
+            peak = self._read_peak()  # the fit's later steps may pass the earlier peak yet
+        if peak is not None and not _past(peak, fit.peak_before):
             self.unforeseen = Unforeseen.EARLIER_PEAK
             return None  # looked at again with the next sample: the fit's steps may pass it
         line = (
@@ -263,7 +279,7 @@ class FitForecaster:
         self.unforeseen = None
         self._publish(
             forecast_from_line(
-                line, fit.device_batch, self._capacity.capacity_bytes, Basis.MEASURED, done
+                line, fit.device_batch, self._capacity.capacity_bytes, Basis.MEASURED, fit.steps
             ),
             fit,
             self._capacity,
@@ -278,10 +294,22 @@ def fit_batch_size(arguments: Mapping[str, Any]) -> int | None:
     x = arguments.get("x")
     if not _is_array(x):
         return None
-    batch = arguments.get("batch_size")
-    batch = batch if isinstance(batch, int) and batch > 0 else KERAS_DEFAULT_BATCH
+    batch = _whole(arguments.get("batch_size"))
+    batch = batch if batch is not None and batch > 0 else KERAS_DEFAULT_BATCH
     samples = _samples(x)
     return min(batch, samples) if samples > 0 else batch
+
+
+def _past(peak: int | None, before: int | None) -> bool:
+    """The peak is known and passed the cell's before the fit: it is the fit's steps' own."""
+    return peak is not None and (before is None or peak > before)
+
+
+def _whole(value: Any) -> int | None:
+    """A whole number ``fit`` takes (a Python or a NumPy integer); ``None`` for anything else."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    return None
 
 
 def _samples(x: Any) -> int:
@@ -291,8 +319,7 @@ def _samples(x: Any) -> int:
         return _samples(next(iter(x.values())))
     if isinstance(x, list | tuple):
         return _samples(x[0])
-    length = x.shape[0]
-    return length if isinstance(length, int) else 0
+    return _whole(x.shape[0]) or 0
 
 
 def _is_array(x: Any) -> bool:

@@ -94,7 +94,7 @@ class FitWatch:
     def fit_ended(self, model: Any) -> None:
         self.ended += 1
 
-    def first_step_ended(self, model: Any) -> None:
+    def step_ended(self, model: Any, step: int) -> None:
         """A search needs nothing of a step's end."""
 
     def epoch_ended(self, model: Any, epoch: int) -> None:

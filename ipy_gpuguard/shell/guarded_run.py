@@ -122,7 +122,6 @@ class GuardedRun:
         #: never one the person's code redirects ``sys.stderr`` to while it runs.
         self._stderr = sys.stderr
         self.forecaster = FitForecaster(
-            self.steps,
             self.capacity,
             self._allocator_peak_now,
             self.allocator_bytes,

@@ -59,8 +59,9 @@ class KernelStateFile:
         self._lock = threading.Lock()
         self._last_write: float | None = None
         self._warned = False
-        #: Where its one warning goes: a write fails on the sampler's thread while a cell runs,
-        #: and must not land in a stream the person's code redirected ``sys.stderr`` to.
+        #: Where its one warning goes: the stream of the last cell's start (a write fails on
+        #: the sampler's thread while a cell runs, and must not land in a stream the person's
+        #: code redirected ``sys.stderr`` to, nor in one a ``%%capture`` of the load closed).
         self._stderr = sys.stderr
         self.state = KernelState(
             pid=os.getpid(),
@@ -89,6 +90,7 @@ class KernelStateFile:
         atexit.register(self.remove)
 
     def cell_started(self, cell: RunningCell) -> None:
+        self._stderr = sys.stderr
         self._update(
             force=True, running=True, cell=cell, phase=None, step=0, last_step_at=None, outcome=None
         )
@@ -175,9 +177,11 @@ class KernelStateFile:
     def _warn(self, error: OSError) -> None:
         if not self._warned:
             self._warned = True
-            print(
-                f"ipy_gpuguard: cannot write the kernel's state file ({error})", file=self._stderr
-            )
+            with contextlib.suppress(ValueError, OSError):  # a closed stream says nothing more
+                print(
+                    f"ipy_gpuguard: cannot write the kernel's state file ({error})",
+                    file=self._stderr,
+                )
 
 
 def host_memory() -> dict[str, int]:

@@ -25,12 +25,16 @@ from importlib.machinery import ModuleSpec
 from types import FrameType, ModuleType
 from typing import Any, Protocol
 
-from .progress import TRAINING, StepRecorder
+from .progress import StepRecorder
 
 #: Keras 3 (which ``tf.keras`` is since TensorFlow 2.16), and Keras 2 as the ``tf_keras`` package.
 KERAS_MODULES = ("keras", "tf_keras")
-_PHASES = {"train": TRAINING, "test": "evaluate", "predict": "predict"}
+_PHASES = {"train": "fit", "test": "evaluate", "predict": "predict"}
 _ABSENT = object()
+#: The training steps of each ``fit`` a watcher hears the end of: the first builds the
+#: optimizer's slots (what the allocator holds then is the fixed part), the second runs as every
+#: later step will (the peak by then is the step's).
+STEPS_TOLD = 2
 #: How far up the stack the callback looks for the ``fit`` it serves (its data argument).
 _FIT_FRAME_DEPTH = 24
 
@@ -46,9 +50,10 @@ class FitWatcher(Protocol):
     def fit_ended(self, model: Any) -> None:
         """That ``fit`` ran to its end (a ``fit`` cut by an error never does)."""
 
-    def first_step_ended(self, model: Any) -> None:
-        """The first training step of that ``fit`` ended (told once a ``fit``, never after the
-        steps that follow); must never raise, since it runs inside the person's ``fit``."""
+    def step_ended(self, model: Any, step: int) -> None:
+        """Training step ``step`` (from 1) of that ``fit`` ended: told of its first
+        :data:`STEPS_TOLD` steps alone, never after the steps that follow; must never raise,
+        since it runs inside the person's ``fit``."""
 
     def epoch_ended(self, model: Any, epoch: int) -> None:
         """An epoch of that ``fit`` ended (``epoch`` counts from 0); must never raise, since it
@@ -69,9 +74,9 @@ class FitWatchers:
         for watcher in self._watchers:
             watcher.fit_ended(model)
 
-    def first_step_ended(self, model: Any) -> None:
+    def step_ended(self, model: Any, step: int) -> None:
         for watcher in self._watchers:
-            watcher.first_step_ended(model)
+            watcher.step_ended(model, step)
 
     def epoch_ended(self, model: Any, epoch: int) -> None:
         for watcher in self._watchers:
@@ -234,9 +239,9 @@ def heartbeat_callback_class(base: type) -> type:
             super().__init__()
             self._recorder = recorder
             self._watcher = watcher
-            #: Whether the watcher has heard of this fit's first step: the per-step path then
-            #: costs the step recorder alone.
-            self._first_step_told = False
+            #: The steps of this fit the watcher has heard of: past :data:`STEPS_TOLD`, the
+            #: per-step path costs the step recorder alone.
+            self._steps_told = 0
 
         def on_train_begin(self, logs: Any = None) -> None:
             self._recorder.begin_phase(_PHASES["train"])
@@ -268,9 +273,9 @@ def heartbeat_callback_class(base: type) -> type:
 
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
             self._recorder.step()
-            if not self._first_step_told and self._watcher is not None:
-                self._first_step_told = True
-                self._watcher.first_step_ended(_unsynced_model(self))
+            if self._steps_told < STEPS_TOLD and self._watcher is not None:
+                self._steps_told += 1
+                self._watcher.step_ended(_unsynced_model(self), self._steps_told)
 
         def on_test_batch_end(self, batch: int, logs: Any = None) -> None:
             self._recorder.step()

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 
 #: Steps whose durations the median is taken over: recent enough to follow a change of pace.
 RECENT_STEPS = 64
-#: The phase of a Keras ``fit``'s training steps.
-TRAINING = "fit"
 
 
 @dataclass(frozen=True)
@@ -54,8 +52,6 @@ class StepRecorder:
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
         self._clock = clock
         self.steps = 0
-        #: The steps of a ``fit``'s training alone, not of the validation inside it.
-        self.training_steps = 0
         self._last_mark = clock()
         self._durations: deque[float] = deque(maxlen=RECENT_STEPS)
         self._last_step_s: float | None = None
@@ -70,8 +66,6 @@ class StepRecorder:
         self._last_mark = now
         self._last_step_s = duration
         self.steps += 1
-        if self._phase == TRAINING:
-            self.training_steps += 1
         if self._first_pending:
             self._first_pending = False
         else:

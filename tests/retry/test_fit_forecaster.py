@@ -11,7 +11,7 @@ import numpy as np
 from ipy_gpuguard.cards.forecast_words import forecast_lines
 from ipy_gpuguard.record.forecast import Basis, Capacity, Unforeseen
 from ipy_gpuguard.retry.fit_forecast import MEASURED_AFTER, FitForecaster
-from ipy_gpuguard.watchdog.progress import TRAINING, StepRecorder
+from ipy_gpuguard.watchdog.progress import StepRecorder
 
 MiB = 2**20
 
@@ -23,17 +23,16 @@ class Model:
 
 
 def fit(forecaster: FitForecaster, steps: StepRecorder, model: Model) -> None:
-    steps.begin_phase(TRAINING)  # as the heartbeat does as fit begins
+    """A fit of 1,024 samples at 64 as the heartbeat tells it: its first steps' ends."""
     forecaster.fit_began(model, {"x": np.zeros((1024, 8)), "batch_size": 64}, 16)
-    steps.step()
-    forecaster.first_step_ended(model)
-    for _ in range(MEASURED_AFTER - 1):
+    for step in range(1, MEASURED_AFTER + 1):
         steps.step()
+        forecaster.step_ended(model, step)
 
 
 def peak_of_the_steps(steps: StepRecorder, peak_bytes: int) -> Callable[[], int]:
     """The allocator's peak since the cell began: nothing before the fit's first step."""
-    return lambda: peak_bytes if steps.training_steps else 0
+    return lambda: peak_bytes if steps.steps else 0
 
 
 def test_the_capacity_is_read_as_the_fit_begins_when_the_allocator_is_set_up():
@@ -42,7 +41,6 @@ def test_the_capacity_is_read_as_the_fit_begins_when_the_allocator_is_set_up():
     capacity: dict[str, Capacity | None] = {"bytes": None}
     steps = StepRecorder()
     forecaster = FitForecaster(
-        steps,
         lambda: capacity["bytes"],
         read_peak=peak_of_the_steps(steps, 200 * MiB),
         read_held=lambda: 10 * MiB,
@@ -69,7 +67,6 @@ def test_the_fixed_part_is_what_the_allocator_holds_between_steps_without_the_gr
 
     steps = StepRecorder()
     forecaster = FitForecaster(
-        steps,
         lambda: Capacity(2048 * MiB),
         read_peak=peak_of_the_steps(steps, 100 * MiB),
         read_held=lambda: 20 * MiB,
@@ -87,7 +84,6 @@ def test_what_other_processes_hold_is_read_with_the_capacity_and_said():
     steps = StepRecorder()
     capacity = Capacity(0)
     forecaster = FitForecaster(
-        steps,
         lambda: capacity,
         read_peak=peak_of_the_steps(steps, 200 * MiB),
         read_held=lambda: 10 * MiB,
@@ -110,7 +106,7 @@ def test_a_peak_the_allocator_cannot_tell_makes_no_forecast():
     through them would put a crash's batch in the forecast."""
     steps = StepRecorder()
     forecaster = FitForecaster(
-        steps, lambda: Capacity(2048 * MiB), read_peak=lambda: None, read_held=lambda: 10 * MiB
+        lambda: Capacity(2048 * MiB), read_peak=lambda: None, read_held=lambda: 10 * MiB
     )
     fit(forecaster, steps, Model())
     assert forecaster.look() is None
@@ -124,7 +120,7 @@ def test_a_peak_read_later_in_the_fit_makes_the_forecast_and_forgets_why_there_w
     peaks: list[int | None] = [None]
     steps = StepRecorder()
     forecaster = FitForecaster(
-        steps, lambda: Capacity(2048 * MiB), read_peak=lambda: peaks[-1], read_held=lambda: 10 * MiB
+        lambda: Capacity(2048 * MiB), read_peak=lambda: peaks[-1], read_held=lambda: 10 * MiB
     )
     fit(forecaster, steps, Model())
     assert forecaster.look() is None
@@ -134,10 +130,10 @@ def test_a_peak_read_later_in_the_fit_makes_the_forecast_and_forgets_why_there_w
 
 
 def test_no_device_memory_and_data_that_batches_itself_are_said_not_guessed():
-    no_device = FitForecaster(StepRecorder(), lambda: None, lambda: MiB, lambda: MiB)
+    no_device = FitForecaster(lambda: None, lambda: MiB, lambda: MiB)
     no_device.fit_began(Model(), {"x": np.zeros((64, 8)), "batch_size": 8}, 8)
     assert no_device.unforeseen is Unforeseen.NO_DEVICE
-    dataset = FitForecaster(StepRecorder(), lambda: Capacity(2048 * MiB), lambda: MiB, lambda: MiB)
+    dataset = FitForecaster(lambda: Capacity(2048 * MiB), lambda: MiB, lambda: MiB)
     dataset.fit_began(Model(), {"x": iter(())}, None)
     assert dataset.unforeseen is Unforeseen.DATA_BATCHES_ITSELF
     assert all(forecast_lines(None, reason) for reason in Unforeseen)  # each has its words
@@ -149,7 +145,6 @@ def test_an_error_of_the_guards_that_stops_the_forecast_is_said_in_one_line():
 
     steps = StepRecorder()
     forecaster = FitForecaster(
-        steps,
         lambda: Capacity(2048 * MiB),
         read_peak=peak_of_the_steps(steps, 200 * MiB),
         read_held=misread,
@@ -166,7 +161,7 @@ def test_a_cell_that_peaked_before_its_fit_says_so_rather_than_forecast_from_tha
     peaks = [300 * MiB]  # a scratch tensor's, before the fit
     steps = StepRecorder()
     forecaster = FitForecaster(
-        steps, lambda: Capacity(256 * MiB), read_peak=lambda: peaks[-1], read_held=lambda: 10 * MiB
+        lambda: Capacity(256 * MiB), read_peak=lambda: peaks[-1], read_held=lambda: 10 * MiB
     )
     fit(forecaster, steps, Model())
     assert forecaster.look() is None
@@ -182,45 +177,94 @@ def test_a_cell_that_peaked_before_its_fit_says_so_rather_than_forecast_from_tha
 def test_a_fit_that_ended_before_its_second_step_says_so_once_the_cell_ended():
     steps = StepRecorder()
     forecaster = FitForecaster(
-        steps, lambda: Capacity(2048 * MiB), peak_of_the_steps(steps, 200 * MiB), lambda: 10 * MiB
+        lambda: Capacity(2048 * MiB), peak_of_the_steps(steps, 200 * MiB), lambda: 10 * MiB
     )
-    steps.begin_phase(TRAINING)
-    forecaster.fit_began(Model(), {"x": np.zeros((1024, 8)), "batch_size": 64}, 16)
-    steps.step()  # then it raised
+    model = Model()
+    forecaster.fit_began(model, {"x": np.zeros((1024, 8)), "batch_size": 64}, 16)
+    steps.step()
+    forecaster.step_ended(model, 1)  # then it raised
     assert forecaster.look() is None
     assert forecaster.unforeseen is None  # while the cell runs, it may yet be made
     forecaster.cell_ended()
     assert forecaster.unforeseen is Unforeseen.ENDED_EARLY
 
 
-def test_only_training_steps_count_towards_the_forecast():
-    """A validation run inside fit steps too: its steps are not the training step's."""
-    steps = StepRecorder()
+def test_a_fit_whose_allocator_cannot_be_read_says_so_not_that_it_ended_early():
+    forecaster = FitForecaster(lambda: Capacity(2048 * MiB), lambda: None, lambda: None)
+    fit(forecaster, StepRecorder(), Model())
+    assert forecaster.look() is None
+    forecaster.cell_ended()
+    assert forecaster.unforeseen is Unforeseen.PEAK_UNKNOWN
+
+
+def test_the_peak_is_the_second_steps_not_what_came_after_it():
+    """Read when the sampler next looks, the cell's peak held a validation run's (88 times the
+    step's, for a large validation set), a callback's tensors, or a later fit's steps."""
+    peaks = [0]
     forecaster = FitForecaster(
-        steps, lambda: Capacity(2048 * MiB), peak_of_the_steps(steps, 200 * MiB), lambda: 10 * MiB
+        lambda: Capacity(2048 * MiB), lambda: peaks[-1], read_held=lambda: 10 * MiB
     )
     model = Model()
-    steps.begin_phase(TRAINING)
-    forecaster.fit_began(model, {"x": np.zeros((64, 8)), "batch_size": 64}, 1)
-    steps.step()
-    forecaster.first_step_ended(model)
-    steps.begin_phase("evaluate")
-    for _ in range(5):
-        steps.step()
-    steps.end_phase()
-    assert forecaster.look() is None
-    steps.step()
+    forecaster.fit_began(model, {"x": np.zeros((1024, 8)), "batch_size": 64}, 16)
+    peaks.append(100 * MiB)
+    forecaster.step_ended(model, 1)
+    forecaster.step_ended(model, 2)
+    peaks.append(1800 * MiB)  # the validation at the epoch's end, before the sampler looked
     forecast = forecaster.look()
     assert forecast is not None
+    assert forecast.peak_bytes == 100 * MiB
     assert forecast.step == MEASURED_AFTER
 
 
-def growing_fit(forecaster: FitForecaster, steps: StepRecorder, model: Model, **arguments):
-    steps.begin_phase(TRAINING)
+def test_a_later_fit_of_the_cell_is_no_part_of_the_first_fits_forecast():
+    peaks = [0]
+    forecaster = FitForecaster(
+        lambda: Capacity(2048 * MiB), lambda: peaks[-1], read_held=lambda: 10 * MiB
+    )
+    first, later = Model(), Model()
+    forecaster.fit_began(first, {"x": np.zeros((16, 8)), "batch_size": 16}, 1)
+    peaks.append(MiB)
+    forecaster.step_ended(first, 1)
+    forecaster.fit_ended(first)  # one step an epoch, one epoch
+    forecaster.fit_began(later, {"x": np.zeros((1024, 8)), "batch_size": 512}, 2)
+    peaks.append(900 * MiB)
+    forecaster.step_ended(later, 1)
+    forecaster.step_ended(later, 2)
+    assert forecaster.look() is None
+    forecaster.cell_ended()
+    assert forecaster.unforeseen is Unforeseen.ENDED_EARLY
+
+
+def test_numpy_integers_are_the_batch_and_the_epochs_they_say():
+    held = [10 * MiB]
+    forecaster = FitForecaster(
+        lambda: Capacity(2048 * MiB), lambda: 200 * MiB if held[1:] else 0, lambda: held[-1]
+    )
+    model = Model()
+    arguments = {"x": np.zeros((1024, 8)), "batch_size": np.int64(64)}
+    forecaster.fit_began(
+        model, {**arguments, "epochs": np.int64(10), "initial_epoch": np.int64(6)}, 16
+    )
+    held.append(10 * MiB)
+    forecaster.step_ended(model, 1)
+    forecaster.step_ended(model, 2)
+    for epoch in range(6, 10):
+        held.append(held[-1] + MiB)
+        forecaster.epoch_ended(model, epoch)
+    forecast = forecaster.look()
+    assert forecast is not None
+    assert forecast.batch_size == 64
+    assert forecast.growth is not None
+    assert forecast.growth.fills_at_epoch is None  # four epochs of 1 MiB fill nothing
+
+
+def growing_fit(
+    forecaster: FitForecaster, steps: StepRecorder, model: Model, **arguments: object
+) -> None:
     forecaster.fit_began(model, {"x": np.zeros((64, 8)), "batch_size": 64, **arguments}, 1)
-    steps.step()
-    forecaster.first_step_ended(model)
-    steps.step()
+    for step in (1, 2):
+        steps.step()
+        forecaster.step_ended(model, step)
 
 
 def test_growth_is_projected_in_keras_numbering_over_the_epochs_this_fit_runs():
@@ -228,7 +272,7 @@ def test_growth_is_projected_in_keras_numbering_over_the_epochs_this_fit_runs():
     held = [10 * MiB]
     steps = StepRecorder()
     forecaster = FitForecaster(
-        steps, lambda: Capacity(100 * MiB), peak_of_the_steps(steps, 20 * MiB), lambda: held[-1]
+        lambda: Capacity(100 * MiB), peak_of_the_steps(steps, 20 * MiB), lambda: held[-1]
     )
     model = Model()
     growing_fit(forecaster, steps, model, epochs=12, initial_epoch=8)
@@ -243,7 +287,7 @@ def test_growth_is_projected_in_keras_numbering_over_the_epochs_this_fit_runs():
     held[:] = [10 * MiB]
     steps = StepRecorder()
     forecaster = FitForecaster(
-        steps, lambda: Capacity(40 * MiB), peak_of_the_steps(steps, 20 * MiB), lambda: held[-1]
+        lambda: Capacity(40 * MiB), peak_of_the_steps(steps, 20 * MiB), lambda: held[-1]
     )
     growing_fit(forecaster, steps, model, epochs=30, initial_epoch=8)
     for epoch in range(8, 12):
@@ -260,7 +304,7 @@ def test_only_the_first_fits_own_epochs_are_projected():
     held = [10 * MiB]
     steps = StepRecorder()
     forecaster = FitForecaster(
-        steps, lambda: Capacity(40 * MiB), peak_of_the_steps(steps, 20 * MiB), lambda: held[-1]
+        lambda: Capacity(40 * MiB), peak_of_the_steps(steps, 20 * MiB), lambda: held[-1]
     )
     model = Model()
     growing_fit(forecaster, steps, model, epochs=2)

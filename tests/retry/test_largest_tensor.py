@@ -16,7 +16,7 @@ from ipy_gpuguard.retry.forecast import (
     MemoryLine,
 )
 from ipy_gpuguard.retry.layer_outputs import largest_activation_bytes
-from ipy_gpuguard.watchdog.progress import TRAINING, StepRecorder
+from ipy_gpuguard.watchdog.progress import StepRecorder
 
 MiB = 2**20
 
@@ -167,17 +167,14 @@ def test_the_forecaster_keeps_the_largest_tensor_of_the_persons_model_free():
     model = conv_net()
     steps = StepRecorder()
     forecaster = FitForecaster(
-        steps,
         lambda: Capacity(2048 * MiB),
-        read_peak=lambda: 200 * MiB if steps.training_steps else 0,  # reset as the cell began
+        read_peak=lambda: 200 * MiB if steps.steps else 0,  # reset as the cell began
         read_held=lambda: 10 * MiB,
     )
-    steps.begin_phase(TRAINING)
     forecaster.fit_began(model, {"x": np.zeros((1024, 32, 32, 3)), "batch_size": 64}, 16)
-    steps.step()
-    forecaster.first_step_ended(model)
-    for _ in range(MEASURED_AFTER - 1):
+    for step in range(1, MEASURED_AFTER + 1):
         steps.step()
+        forecaster.step_ended(model, step)
     forecast = forecaster.look()
     assert forecast is not None
     assert forecast.basis is Basis.MEASURED

@@ -26,8 +26,8 @@ shell.run_cell('''
 import numpy as np, keras, tensorflow as tf
 x = np.random.rand(1024, 64).astype("float32")
 y = np.random.randint(0, 10, 1024)
-def model():
-    m = keras.Sequential([keras.Input((64,)), keras.layers.Dense(256, activation="relu"),
+def model(width=256):
+    m = keras.Sequential([keras.Input((64,)), keras.layers.Dense(width, activation="relu"),
                           keras.layers.Dense(10)])
     m.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return m
@@ -50,6 +50,13 @@ case("plain_again", "model().fit(x, y, batch_size=64, epochs=1, verbose=0)")
 case("failed_first_step", "model().fit(x, np.full(1024, 99), batch_size=16, epochs=1, verbose=0)")
 case("dataset_batch_size", "model().fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(8), "
      "batch_size=512, epochs=1, verbose=0)")
+case("later_fit", "model().fit(x, y, batch_size=16, steps_per_epoch=1, epochs=1, verbose=0)\\n"
+     "model(2048).fit(x, y, batch_size=512, epochs=2, verbose=0)")
+case("batch_16", "model().fit(x[:128], y[:128], batch_size=16, epochs=1, verbose=0)")
+case("validation", "xv = np.random.rand(65536, 64).astype('float32')\\n"
+     "yv = np.random.randint(0, 10, 65536)\\n"
+     "model().fit(x[:128], y[:128], batch_size=16, epochs=1, validation_data=(xv, yv), verbose=0)")
+case("numpy_batch", "model().fit(x, y, batch_size=np.int64(64), epochs=1, verbose=0)")
 case("fewer_samples", "model().fit(x[:40], y[:40], batch_size=512, epochs=3, verbose=0)")
 os.environ["GPUGUARD_SIMULATE"] = "1MiB"
 shell.run_line_magic("unload_ext", "ipy_gpuguard")
@@ -191,3 +198,26 @@ def test_on_jax_the_persons_getattr_never_runs_for_the_guard():
     unguarded, guarded = json.loads(line.removeprefix("OUTCOMES "))
     assert unguarded[0] == "fit", unguarded
     assert guarded == unguarded
+
+
+@pytest.mark.tensorflow
+def test_a_later_fit_of_the_cell_is_not_taken_for_the_first(cells):
+    """The first fit ran one step; the second's steps and peak made its forecast (11.2 MiB)."""
+    later = cells["later_fit"]
+    assert later["forecast"] is None
+    assert "it ended before its second training step" in later["said"]
+
+
+@pytest.mark.tensorflow
+def test_a_validation_run_is_no_part_of_the_training_steps_peak(cells):
+    """Read after the epoch, the peak held the validation's: 17.8 MiB against 484 KiB, and a
+    largest batch 88 times too small."""
+    validated = cells["validation"]["forecast"]
+    alone = cells["batch_16"]["forecast"]
+    assert validated["batch_size"] == alone["batch_size"] == 16
+    assert validated["largest_batch"] > alone["largest_batch"] / 2  # the same step's
+
+
+@pytest.mark.tensorflow
+def test_a_numpy_integer_batch_is_the_batch(cells):
+    assert cells["numpy_batch"]["forecast"]["batch_size"] == 64

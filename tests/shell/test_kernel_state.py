@@ -81,14 +81,33 @@ def test_a_state_file_that_cannot_be_written_is_one_warning_line(tmp_path, capsy
 
 def test_its_warning_never_lands_in_a_stream_the_persons_cell_redirected(tmp_path, capsys):
     """A write fails on the sampler's thread while the person's cell runs, perhaps inside their
-    ``contextlib.redirect_stderr``: the warning goes to the kernel's stream."""
-    blocker = tmp_path / "not-a-directory"
-    blocker.write_text("")
-    state = KernelStateFile(blocker / "ipy_gpuguard" / "kernel-k1.json", "k1")
+    ``contextlib.redirect_stderr``: the warning goes to the stream of the cell's start."""
+    clock = Clock()
+    path = tmp_path / "runtime" / "kernel-k1.json"
+    state = KernelStateFile(path, "k1", clock=clock, monotonic=clock)
+    state.cell_started(RunningCell(None, None, "x"))
+    (tmp_path / "runtime").rename(tmp_path / "gone")
+    (tmp_path / "runtime").write_text("")  # a file where the directory was: writes fail
     persons = io.StringIO()
-    with contextlib.redirect_stderr(persons):
-        state.cell_started(RunningCell(None, None, "x"))
+    with contextlib.redirect_stderr(persons):  # the person's, inside their cell
+        clock.now += 2
+        state.sampled(SAMPLE, (DEVICE,), ProgressSnapshot(steps=7, last_progress_at=clock.now))
     assert persons.getvalue() == ""
+    assert capsys.readouterr().err.startswith("ipy_gpuguard: cannot write the kernel's state file")
+
+
+def test_a_load_whose_output_was_captured_leaves_no_stream_of_its_own_behind(tmp_path, capsys):
+    """``%%capture`` around ``%load_ext`` hands the guard a stream that is gone (or the
+    person's) by the time a write fails: the warning goes to the stream of the cell's start."""
+    path = tmp_path / "runtime" / "kernel-k1.json"
+    captured = io.StringIO()
+    with contextlib.redirect_stderr(captured):
+        state = KernelStateFile(path, "k1")
+        state.loaded()
+    captured.close()
+    (tmp_path / "runtime").rename(tmp_path / "gone")
+    (tmp_path / "runtime").write_text("")  # a file where the directory was: writes fail
+    state.cell_started(RunningCell(None, None, "x"))
     assert capsys.readouterr().err.startswith("ipy_gpuguard: cannot write the kernel's state file")
 
 
