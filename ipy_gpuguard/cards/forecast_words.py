@@ -77,6 +77,11 @@ UNFORESEEN = {
         "is unknown; run the fit in a %%gpuguard cell of its own for a forecast"
     ),
     Unforeseen.ENDED_EARLY: "it ended before its second training step",
+    Unforeseen.OTHER_WORK: (
+        "another fit, run by a callback of it, ran before its first step ended, so its steps' "
+        "peak is unknown"
+    ),
+    Unforeseen.FIT_UNREAD: "the guard could not read its fit's arguments (its model was unknown)",
 }
 
 

@@ -25,6 +25,8 @@ class Unforeseen(str, Enum):
     NO_GROWTH = "no_growth"  # memory that did not grow with the batch: no line
     EARLIER_PEAK = "earlier_peak"  # the cell peaked before its fit, higher than the fit's steps
     ENDED_EARLY = "ended_early"  # the fit ended (or failed) before its second training step
+    OTHER_WORK = "other_work"  # a fit a callback ran inside it before its first step ended
+    FIT_UNREAD = "fit_unread"  # the fit's arguments could not be read (its model unknown)
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,12 @@ class _Fit:
     #: The allocator's peak as step :data:`MEASURED_AFTER` ended: before the validation, the
     #: callbacks' work at the epoch's end, and any later fit of the cell.
     peak_bytes: int | None = None
+    #: The peak as the first step ended: the step's, where other work (an epoch's end and its
+    #: validation, a fit a callback ran) came between the first and second.
+    first_peak_bytes: int | None = None
+    #: The training steps that had ended when other work first ran inside the fit: from
+    #: then on the cell's peak may be that work's.
+    other_work_after: int | None = None
 
 
 class FitForecaster:
@@ -105,6 +111,7 @@ class FitForecaster:
         #: The fits begun and not yet ended: the first fit's epochs count while it runs alone
         #: (not those of a fit a callback of it calls, nor of a later fit).
         self._fits_open = 0
+        self._first_open = False
         self._held: list[int] = []
         self.forecast: Forecast | None = None
         #: The guard's own error that stopped the forecast: said in the panel, never raised.
@@ -118,13 +125,18 @@ class FitForecaster:
         self._fits_seen += 1
         self._fits_open += 1
         if self._fits_seen > 1:
+            self._other_work()  # a fit a callback of the first runs, or a later one
             return
+        self._first_open = True
         try:
             self._begin(model, arguments)
         except Exception as error:  # the guard's own, never the person's
             self.error = in_one_line(error)
 
     def _begin(self, model: Any, arguments: Mapping[str, Any]) -> None:
+        if "x" not in arguments:
+            self.unforeseen = Unforeseen.FIT_UNREAD
+            return
         batch = fit_batch_size(arguments)
         if batch is None:
             self.unforeseen = Unforeseen.DATA_BATCHES_ITSELF
@@ -178,6 +190,8 @@ class FitForecaster:
     def fit_ended(self, model: Any) -> None:
         """A fit ran to its end (one that raised never tells)."""
         self._fits_open = max(self._fits_open - 1, 0)
+        if self._fits_open == 0:
+            self._first_open = False
 
     def cell_ended(self) -> None:
         """Once the cell has ended (and the forecast was last looked at): a fit that ended
@@ -191,7 +205,14 @@ class FitForecaster:
     def _alone(self, model: Any) -> bool:
         """The cell's first fit is running, and no other fit inside it."""
         fit = self._fit
-        return fit is not None and model is fit.model and self._fits_seen == self._fits_open == 1
+        return fit is not None and model is fit.model and self._first_open and self._fits_open == 1
+
+    def _other_work(self) -> None:
+        """Work other than the first fit's steps ran inside it: from now on the cell's peak
+        may be that work's."""
+        fit = self._fit
+        if fit is not None and self._first_open and fit.other_work_after is None:
+            self._fit = replace(fit, other_work_after=fit.steps)
 
     def step_ended(self, model: Any, step: int) -> None:
         """From the fit's own thread, at the end of its first training steps: what the
@@ -209,11 +230,19 @@ class FitForecaster:
                     steps=step,
                     fixed_bytes=held,
                     largest_tensor_bytes=0 if held is None else largest_activation_bytes(model),
+                    first_peak_bytes=self._read_peak(),
                 )
             elif step == MEASURED_AFTER:
-                self._fit = replace(fit, steps=step, peak_bytes=self._read_peak())
+                self._fit = replace(fit, steps=step, peak_bytes=self._steps_peak(fit))
         except Exception as error:  # the guard's own, never the person's
             self.error = in_one_line(error)
+
+    def _steps_peak(self, fit: _Fit) -> int | None:
+        """The peak of the fit's steps as its second ends: the cell's now, or where other work
+        ran after the first step, the cell's as the first ended; ``None`` where it ran before."""
+        if fit.other_work_after is None:
+            return self._read_peak()
+        return fit.first_peak_bytes if fit.other_work_after >= 1 else None
 
     def epoch_ended(self, model: Any, epoch: int) -> None:
         """From the fit's own thread, inside the person's ``fit``: note what the allocator holds,
@@ -222,6 +251,9 @@ class FitForecaster:
         fit = self._fit
         if fit is None or not self._alone(model) or self.error is not None:
             return  # a later fit's epoch, or one of a fit inside the first
+        if fit.steps < MEASURED_AFTER:
+            self._other_work()  # the epoch's validation and callbacks ran before the 2nd step
+            return
         try:
             self._project(fit)
         except Exception as error:  # the guard's own, never the person's
@@ -261,6 +293,9 @@ class FitForecaster:
             self.unforeseen = Unforeseen.PEAK_UNKNOWN  # what it held between steps
             return None
         peak = fit.peak_bytes
+        if fit.other_work_after == 0:  # a fit a callback ran before the first step ended
+            self.unforeseen = Unforeseen.OTHER_WORK
+            return None
         if not _past(peak, fit.peak_before) and self._alone(fit.model):
             peak = self._read_peak()  # the fit's later steps may pass the earlier peak yet
         if peak is not None and not _past(peak, fit.peak_before):

@@ -321,3 +321,46 @@ def test_only_the_first_fits_own_epochs_are_projected():
     forecast = forecaster.look()
     assert forecast is not None
     assert forecast.growth is None
+
+
+def test_an_epoch_that_ends_between_the_first_two_steps_leaves_the_first_steps_peak():
+    """One step an epoch: the epoch's validation runs between the first two steps, and its
+    peak (80 times the step's, for a large validation set) is no part of the step."""
+    peaks = [0]
+    forecaster = FitForecaster(lambda: Capacity(256 * MiB), lambda: peaks[-1], lambda: MiB)
+    model = Model()
+    forecaster.fit_began(model, {"x": np.zeros((16, 8)), "batch_size": 16, "epochs": 3}, 1)
+    peaks.append(2 * MiB)
+    forecaster.step_ended(model, 1)
+    peaks.append(18 * MiB)  # the validation at the first epoch's end
+    forecaster.epoch_ended(model, 0)
+    forecaster.step_ended(model, 2)
+    forecast = forecaster.look()
+    assert forecast is not None
+    assert forecast.peak_bytes == 2 * MiB
+
+
+def test_a_fit_a_callback_ran_before_the_first_step_ended_leaves_the_peak_unknown():
+    """The person's callbacks run before the guard's at a step's end: a fit one of them starts
+    there is in the peak of the first step too."""
+    peaks = [0]
+    forecaster = FitForecaster(lambda: Capacity(256 * MiB), lambda: peaks[-1], lambda: MiB)
+    outer, inner = Model(), Model()
+    arguments = {"x": np.zeros((1024, 8)), "batch_size": 16}
+    forecaster.fit_began(outer, arguments, 64)
+    forecaster.fit_began(inner, arguments, 64)  # from the person's on_train_batch_end
+    peaks.append(50 * MiB)
+    forecaster.step_ended(inner, 1)
+    forecaster.step_ended(inner, 2)
+    forecaster.fit_ended(inner)
+    forecaster.step_ended(outer, 1)
+    forecaster.step_ended(outer, 2)
+    assert forecaster.look() is None
+    forecaster.cell_ended()
+    assert forecaster.unforeseen is Unforeseen.OTHER_WORK
+
+
+def test_a_fit_whose_arguments_could_not_be_read_says_so_not_that_its_data_batches_itself():
+    forecaster = FitForecaster(lambda: Capacity(256 * MiB), lambda: MiB, lambda: MiB)
+    forecaster.fit_began(None, {}, None)  # a CallbackList the person built without a model
+    assert forecaster.unforeseen is Unforeseen.FIT_UNREAD
