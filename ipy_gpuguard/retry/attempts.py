@@ -126,8 +126,8 @@ class CellRetry:
     stopped: bool = False
 
     def __post_init__(self) -> None:
-        self.search = self._new_search(self.find_max)
         self.fit_call = self.setup.fit_call
+        self.search = self._new_search(self.find_max)
         self.before = self.setup.before or BeforeTheSearch()
 
     @property
@@ -172,6 +172,7 @@ class CellRetry:
         attempt = Attempt(size, outcome, rewritten, outcome.probed)
         self.attempts.append(attempt)
         one_batch = watch.one_batch if watch is not None else size >= self._samples()
+        self.search.samples = self.fit_call.samples if self.fit_call is not None else None
         self.search.record(
             Trial(
                 size,
@@ -336,6 +337,7 @@ class CellRetry:
             replicas=setup.replicas,
         )
         search = BatchSearch(settings)
+        search.samples = self.fit_call.samples if self.fit_call is not None else None
         for trial in trials or [setup.first_trial]:
             search.record(trial)
         return search

@@ -103,6 +103,9 @@ class BatchSearch:
 
     settings: SearchSettings
     trials: list[Trial] = field(default_factory=list)
+    #: The samples the cell's fit trains on, once known: no size above them is proposed (a
+    #: batch larger than the data trains on the data, and "fits" whatever its size).
+    samples: int | None = None
     _model_failed: bool = False
     _proposed: set[int] = field(default_factory=set)
 
@@ -184,19 +187,24 @@ class BatchSearch:
             return None
         if self._uses_the_device(lo) or self._holds_all_data(lo):
             return None
+        largest = MAX_BATCH_SIZE if self.samples is None else self._round_down(self.samples)
+        if largest <= lo:
+            return None  # a larger batch trains on the same samples
         proposal, sure = self._model_proposal()
         if proposal is not None and proposal <= lo:
             if sure:
                 return None  # the model puts lo within the margin of the device's capacity
             proposal = lo + self._unit(lo)  # near capacity: one step up
         ceiling = MAX_BATCH_SIZE if hi is None else hi
+        if self.samples is not None:
+            ceiling = min(ceiling, largest + 1)
         if proposal is not None:
-            proposal = min(proposal, MAX_BATCH_SIZE, self._round_down(lo * MAX_JUMP_UP))
+            proposal = min(proposal, largest, self._round_down(lo * MAX_JUMP_UP))
         if proposal is not None and lo < proposal < ceiling:
             self._proposed.add(proposal)
             return Step(proposal, "the memory model's estimate of the largest size that fits")
         if hi is None:
-            double = min(2 * lo, MAX_BATCH_SIZE)
+            double = min(2 * lo, largest)
             if double <= lo or self._stopped_growing():
                 return None
             return Step(double, f"twice {lo}, which fitted: no size has failed yet")
@@ -206,6 +214,7 @@ class BatchSearch:
         middle = self._round_down(math.sqrt(lo * hi) if wide else (lo + hi) / 2)
         if middle <= lo:  # rounding fell back on lo: the next size allowed is between
             middle = self._next_up(lo)
+        middle = min(middle, largest)
         if lo < middle < hi:
             return Step(middle, f"between {lo}, which fitted, and {hi}, which did not")
         return None

@@ -211,3 +211,28 @@ def test_measured_fixed_parts_climb_to_the_forecast_through_noisy_peaks(
     assert [t.size for t in search.trials if not t.fits] == [start]
     assert 0.8 * threshold <= search.largest_fitting <= threshold
     assert len(search.trials) <= 4
+
+
+def test_find_max_never_climbs_past_the_samples_the_fit_trains_on():
+    """A batch larger than the data trains on the data: it "fits" whatever its size. With 1,024
+    samples the search proposed 4,096, and wrote it into the person's cell."""
+    search = BatchSearch(SearchSettings(64, find_max=True, capacity_bytes=64 * 2**20))
+    search.samples = 1024
+    search.record(Trial(64, True, 2 * 2**20, fixed_bytes=2**20))
+    sizes = []
+    while (step := search.next_step(10)) is not None and len(sizes) < 10:
+        sizes.append(step.size)
+        search.record(Trial(step.size, True, 2**20 + step.size * 1024, fixed_bytes=2**20))
+    assert sizes
+    assert max(sizes) == 1024
+    assert search.largest_fitting == 1024
+
+
+def test_a_bracket_above_the_samples_is_closed_at_them():
+    search = BatchSearch(SearchSettings(64, find_max=True))
+    search.samples = 1000
+    search.record(Trial(512, True, 2**20))
+    search.record(Trial(4096, False))
+    step = search.next_step(10)
+    assert step is not None
+    assert 512 < step.size <= 1000
