@@ -111,6 +111,7 @@ class FitForecaster:
         #: The fits begun and not yet ended: the first fit's epochs count while it runs alone
         #: (not those of a fit a callback of it calls, nor of a later fit).
         self._fits_open = 0
+        #: The first fit has begun and not ended: its steps and epochs are the forecast's.
         self._first_open = False
         self._held: list[int] = []
         self.forecast: Forecast | None = None
