@@ -34,6 +34,7 @@ from .forecast import (
     project_growth,
 )
 from .layer_outputs import largest_activation_bytes
+from .measure import samples_of
 from .own_attributes import replicas_of
 
 #: The training step at whose end the allocator's peak is read: the first traces and compiles
@@ -166,7 +167,7 @@ class FitForecaster:
         batch, at half of it, and at the largest batch they give (:func:`.forecast.
         compiled_line`); not where the data batches itself."""
         x, y = arguments.get("x"), arguments.get("y")
-        if not _is_array(x) or fit.device_batch < 2 or self._capacity is None:
+        if samples_of(x) is None or fit.device_batch < 2 or self._capacity is None:
             return
         capacity = self._capacity.capacity_bytes
         made = compiled_line(
@@ -327,13 +328,11 @@ def fit_batch_size(arguments: Mapping[str, Any]) -> int | None:
     """The batch a ``fit`` given arrays trains on: its ``batch_size`` (or Keras' 32), at most
     the samples it trains on; ``None`` for data that batches itself (a dataset, a generator),
     whose batches are its own whatever ``batch_size`` says (Keras ignores it)."""
-    x = arguments.get("x")
-    if not _is_array(x):
+    samples = samples_of(arguments.get("x"))
+    if samples is None:
         return None
     batch = _whole(arguments.get("batch_size"))
-    batch = batch if batch is not None and batch > 0 else KERAS_DEFAULT_BATCH
-    samples = _samples(x)
-    return min(batch, samples) if samples > 0 else batch
+    return min(batch if batch is not None and batch > 0 else KERAS_DEFAULT_BATCH, samples)
 
 
 def _past(peak: int | None, before: int | None) -> bool:
@@ -346,25 +345,6 @@ def _whole(value: Any) -> int | None:
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return int(value)
     return None
-
-
-def _samples(x: Any) -> int:
-    """The samples of arrays ``x`` (after ``fit`` split off ``validation_split``): the length of
-    the first."""
-    if isinstance(x, dict):
-        return _samples(next(iter(x.values())))
-    if isinstance(x, list | tuple):
-        return _samples(x[0])
-    return _whole(x.shape[0]) or 0
-
-
-def _is_array(x: Any) -> bool:
-    """An array (or a list, tuple or dict of arrays) that ``fit`` batches itself."""
-    if isinstance(x, dict):
-        return bool(x) and all(_is_array(value) for value in x.values())
-    if isinstance(x, list | tuple):
-        return bool(x) and all(_is_array(value) for value in x)
-    return hasattr(x, "shape") and hasattr(x, "dtype") and len(getattr(x, "shape", ())) > 0
 
 
 def _in_cell_batches(forecast: Forecast, replicas: int) -> Forecast:

@@ -50,7 +50,7 @@ class FitCall:
         them when training begins); ``None`` when its data batches itself (a dataset, a
         generator, a ``PyDataset``), which the guard cannot re-batch."""
         x, y = arguments.get("x"), arguments.get("y")
-        samples = _samples(x, y, arguments.get("sample_weight"))
+        samples = samples_of(x, y, arguments.get("sample_weight"))
         if samples is None:
             return None
         return cls(
@@ -64,7 +64,7 @@ class FitCall:
         )
 
 
-def _samples(*parts: Any) -> int | None:
+def samples_of(*parts: Any) -> int | None:
     """The number of samples of arrays (or nested lists, tuples and dicts of arrays) that all
     have the same first dimension; ``None`` for data that batches itself."""
     leaves: list[Any] = []
@@ -108,7 +108,7 @@ def _validation(arguments: Mapping[str, Any]) -> tuple[Any, Any, Any] | None:
         return None
     vx, vy, *rest = data
     weights = rest[0] if rest else None
-    return (vx, vy, weights) if _samples(vx, vy, weights) is not None else None
+    return (vx, vy, weights) if samples_of(vx, vy, weights) is not None else None
 
 
 #: Says how a measurement's failure stands (out of memory, the estimate of what fits) on the

@@ -16,12 +16,32 @@ import pytest
 
 ROOT = Path(__file__).parent.parent.parent
 
-CELLS_ON_TENSORFLOW = """
+#: A real shell in a process of its own, the extension loaded.
+SHELL = """
 import io, json, os, sys, contextlib
 sys.path.insert(0, {root!r})
 from IPython.core.interactiveshell import InteractiveShell
 shell = InteractiveShell.instance()
 shell.run_line_magic("load_ext", "ipy_gpuguard")
+"""
+
+
+def said_in_a_shell(cells: str, tag: str, **env: str) -> Any:
+    """Run ``cells`` after :data:`SHELL` with ``env``; the JSON the script printed after ``tag``."""
+    script = textwrap.dedent(SHELL).format(root=str(ROOT)) + textwrap.dedent(cells)
+    run = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=300,
+    )
+    lines = [line for line in run.stdout.splitlines() if line.startswith(f"{tag} ")]
+    assert lines, run.stdout[-3000:] + run.stderr[-3000:]
+    return json.loads(lines[0].removeprefix(f"{tag} "))
+
+
+CELLS_ON_TENSORFLOW = """
 shell.run_cell('''
 import numpy as np, keras, tensorflow as tf
 x = np.random.rand(1024, 64).astype("float32")
@@ -32,17 +52,17 @@ def model(width=256):
     m.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return m
 ''')
-results = {{}}
+results = {}
 def case(name, cell):
     said = io.StringIO()
     with contextlib.redirect_stdout(said):
         ran = shell.run_cell("%%gpuguard --interval 0.05\\n" + cell)
         shell.run_line_magic("gpuguard", "forecast")
-    results[name] = {{
+    results[name] = {
         "ok": ran.success,
         "forecast": shell.run_line_magic("gpuguard", "forecast --json"),
         "said": said.getvalue(),
-    }}
+    }
 case("plain", "model().fit(x, y, batch_size=64, epochs=1, verbose=0)")
 case("scratch_before", "scratch = tf.random.normal((25_000_000,)); total = float(tf.reduce_sum("
      "scratch)); del scratch\\nmodel().fit(x, y, batch_size=64, epochs=1, verbose=0)")
@@ -71,22 +91,16 @@ print("RESULTS", json.dumps(results))
 @pytest.fixture(scope="module")
 def cells() -> dict[str, Any]:
     """One real shell, the cells run in it in order, and what the guard said of each."""
-    env = {
-        **os.environ,
-        "GPUGUARD_SIMULATE": "256MiB",
-        "TF_CPU_ALLOCATOR_USE_BFC": "true",
-        "TF_CPU_BFC_MEM_LIMIT_IN_MB": "2048",
-        "TF_ENABLE_ONEDNN_OPTS": "0",
-        "TF_CPP_MIN_LOG_LEVEL": "3",
-        "KERAS_BACKEND": "tensorflow",
-    }
-    script = textwrap.dedent(CELLS_ON_TENSORFLOW).format(root=str(ROOT))
-    run = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
+    return said_in_a_shell(
+        CELLS_ON_TENSORFLOW,
+        "RESULTS",
+        GPUGUARD_SIMULATE="256MiB",
+        TF_CPU_ALLOCATOR_USE_BFC="true",
+        TF_CPU_BFC_MEM_LIMIT_IN_MB="2048",
+        TF_ENABLE_ONEDNN_OPTS="0",
+        TF_CPP_MIN_LOG_LEVEL="3",
+        KERAS_BACKEND="tensorflow",
     )
-    lines = [line for line in run.stdout.splitlines() if line.startswith("RESULTS ")]
-    assert lines, run.stdout[-3000:] + run.stderr[-3000:]
-    return json.loads(lines[0].removeprefix("RESULTS "))
 
 
 @pytest.mark.tensorflow
@@ -144,21 +158,16 @@ def test_the_guards_warning_never_lands_in_a_stream_the_person_redirected(cells)
 
 
 GETATTR_ON_JAX = """
-import json, sys
-sys.path.insert(0, {root!r})
-from IPython.core.interactiveshell import InteractiveShell
-shell = InteractiveShell.instance()
-shell.run_line_magic("load_ext", "ipy_gpuguard")
 shell.run_cell('''
 import numpy as np, keras
 x = np.random.rand(64, 8).astype("float32")
 y = np.random.rand(64, 1).astype("float32")
-looked_up, optimizer_reads = [], []
+looked_up = []
 class Mine(keras.Model):
     def __init__(self):
         super().__init__()
         self.dense = keras.layers.Dense(1)
-        self.settings = {{"units": 1}}
+        self.settings = {"units": 1}
     def call(self, x):
         return self.dense(x)
     def __getattr__(self, name):
@@ -189,13 +198,9 @@ def test_on_jax_the_persons_getattr_never_runs_for_the_guard():
     """The guard read ``distribute_strategy`` and Keras' ``Callback.model`` (which looks up
     ``_jax_state``) through the person's ``__getattr__``, whose ``KeyError`` their own
     ``except`` then caught: their fit failed under the guard and trained without it."""
-    env = {**os.environ, "GPUGUARD_SIMULATE": "8GiB", "KERAS_BACKEND": "jax"}
-    script = textwrap.dedent(GETATTR_ON_JAX).format(root=str(ROOT))
-    run = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=240
+    unguarded, guarded = said_in_a_shell(
+        GETATTR_ON_JAX, "OUTCOMES", GPUGUARD_SIMULATE="8GiB", KERAS_BACKEND="jax"
     )
-    (line,) = [line for line in run.stdout.splitlines() if line.startswith("OUTCOMES ")]
-    unguarded, guarded = json.loads(line.removeprefix("OUTCOMES "))
     assert unguarded[0] == "fit", unguarded
     assert guarded == unguarded
 
