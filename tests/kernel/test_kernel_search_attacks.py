@@ -113,6 +113,8 @@ def interrupted_after(client: Any, code: str, delay: float) -> Any:
 
     from .client import Execution
 
+    # Counted before the cell runs: ipykernel logs the reply it drops before its idle status.
+    dropped_before = client.kernel_log.read_text().count(DROPPED_BY_IPYKERNEL)
     msg_id = client.execute(code)
     iopub, timer = [], None
     try:
@@ -130,7 +132,6 @@ def interrupted_after(client: Any, code: str, delay: float) -> Any:
     finally:
         if timer is not None:
             timer.cancel()
-    dropped_before = client.kernel_log.read_text().count(DROPPED_BY_IPYKERNEL)
     while True:
         try:
             reply = client.get_shell_msg(timeout=REPLY_AFTER_IDLE_S)
