@@ -141,10 +141,12 @@ def above_t(model: dict[str, Any], largest: int, tried: Tried) -> tuple[str, str
     return f" above (fitted {fitted} of {made} tries)", "fitted" if fitted == made else "crashed"
 
 
-def try_forecasts(models: list[dict[str, Any]], limit_mb: int, tries: int) -> Tried:
+def try_forecasts(
+    models: list[dict[str, Any]], limit_mb: int, one_region: bool, tries: int
+) -> Tried:
     """Train each undecided forecast ``tries`` times, each in a fresh process (T itself moves
-    a little from process to process)."""
-    bench = forecast_truth.bench_for(limit_mb)
+    a little from process to process), with the allocator its truth had."""
+    bench = forecast_truth.bench_for(limit_mb, one_region=one_region)
     tried: Tried = {}
     for name, batch in sorted(undecided(models, limit_mb * 2**20)):
         fitted = sum(bench.trial(name, batch, None).fits for _ in range(tries))
@@ -179,20 +181,28 @@ def main(argv: list[str]) -> None:
         models = ["--models", args.models] if args.models else []
         forecast_truth.main([str(paths[0]), "--limit-mb", str(args.limit_mb), *models])
     truths = [json.loads(path.read_text()) for path in paths]
-    for limit_mb in sorted({truth["settings"]["limit_mb"] for truth in truths}):
+    for limit_mb, one_region in sorted({allocator_of(truth) for truth in truths}):
         models = [
             model
             for truth in truths
-            if truth["settings"]["limit_mb"] == limit_mb
+            if allocator_of(truth) == (limit_mb, one_region)
             for model in truth["models"]
         ]
+        layout = "one region" if one_region else "regions that grow (memory growth)"
         print(
-            f"\nUnder {limit_mb} MiB: the forecast (what the allocator held as the fit began as "
-            f"the fixed part; the largest tensor and {MEASURED_HEADROOM:.0%} kept free) against T, "
-            "beside the rule before, which kept 4% free:"
+            f"\nUnder {limit_mb} MiB, {layout}: the forecast (what the allocator held as the fit "
+            f"began as the fixed part; the largest tensor and {MEASURED_HEADROOM:.0%} kept free) "
+            "against T, beside the rule before, which kept 4% free:"
         )
-        tried = try_forecasts(models, limit_mb, args.tries) if args.tries else {}
+        tried = try_forecasts(models, limit_mb, one_region, args.tries) if args.tries else {}
         print(table(models, limit_mb * 2**20, tried))
+
+
+def allocator_of(truth: dict[str, Any]) -> tuple[int, bool]:
+    """A saved run's limit, and whether its allocator's memory was one region (runs saved
+    before the setting was recorded were)."""
+    settings = truth["settings"]
+    return settings["limit_mb"], settings.get("one_region", True)
 
 
 if __name__ == "__main__":

@@ -43,8 +43,15 @@ TensorFlow and Keras but run no operation, so the allocator is created, and the 
 each trial (4 s saved a trial; a fresh interpreter's peak was the same within 1 KiB). The
 whole run took 22 minutes on two cores.
 
+The allocator's memory is one region, as on a GPU whose framework reserves it at the start
+(TensorFlow's default, JAX's preallocation). With ``--growth`` BFC grows it region by region
+instead, as TensorFlow's GPU allocator does with memory growth on (``set_memory_growth``,
+``TF_FORCE_GPU_ALLOW_GROWTH``), except that on the CPU it never gives a free region back and
+tries again, which on a GPU it does before it reports out of memory: the CPU's is the worse
+case.
+
 Run: .venv/bin/python bench/forecast_truth.py [/tmp/fz/truth.json] [--limit-mb 512]
-     [--models mlp,cnn] [--linearity lstm,cnn_bn,transformer]
+     [--models mlp,cnn] [--linearity lstm,cnn_bn,transformer] [--growth]
 """
 
 from __future__ import annotations
@@ -103,6 +110,7 @@ class Job:
     steps: int
     limit_mb: int
     inter_op_threads: int = 1
+    one_region: bool = True
 
 
 @dataclass(frozen=True)
@@ -150,7 +158,8 @@ def _measure(job: Job) -> dict[str, Any]:
 
     if job.inter_op_threads:
         tf.config.threading.set_inter_op_parallelism_threads(job.inter_op_threads)
-    reserve(tf, job.limit_mb)
+    if job.one_region:
+        reserve(tf, job.limit_mb)
     keras.utils.set_random_seed(0)
     entry = by_name(job.model)
     model, make_data = entry.build(entry.spec)
@@ -276,9 +285,10 @@ class Bench:
     precision: float
     inter_op_threads: int
     context: Any
+    one_region: bool = True
 
     def measure(self, model: str, batch: int, steps: int) -> dict[str, Any]:
-        job = Job(model, batch, steps, self.limit_mb, self.inter_op_threads)
+        job = Job(model, batch, steps, self.limit_mb, self.inter_op_threads, self.one_region)
         return run(job, self.context)
 
     def trial(self, model: str, batch: int, expected: bool | None) -> Trial:
@@ -289,12 +299,14 @@ class Bench:
         return Trial(batch, fits, result["peak_bytes"], seconds, result["fit_seconds"], expected)
 
 
-def bench_for(limit_mb: int, precision: float = 0.02, inter_op_threads: int = 1) -> Bench:
+def bench_for(
+    limit_mb: int, precision: float = 0.02, inter_op_threads: int = 1, one_region: bool = True
+) -> Bench:
     """A bench whose trials are forked from a server that has imported TensorFlow, Keras and
     the zoos."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["tensorflow", "keras", "forecast_zoo", "forecast_zoo_held_out"])
-    return Bench(limit_mb, precision, inter_op_threads, context)
+    return Bench(limit_mb, precision, inter_op_threads, context, one_region)
 
 
 def largest_batch(bench: Bench, model: str) -> tuple[int, bool, list[Trial]]:
@@ -410,13 +422,20 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--inter-op-threads", type=int, default=1, help="0: TensorFlow's")
     parser.add_argument("--models", type=lambda s: s.split(","), default=[m.name for m in MODELS])
     parser.add_argument("--linearity", type=lambda s: s.split(","), default=[])
+    parser.add_argument(
+        "--growth",
+        action="store_true",
+        help="let the allocator grow region by region, as TensorFlow's GPU allocator does with "
+        "memory growth on (by default its memory is one region, as a GPU's is without it)",
+    )
     args = parser.parse_args(argv)
-    bench = bench_for(args.limit_mb, args.precision, args.inter_op_threads)
+    bench = bench_for(args.limit_mb, args.precision, args.inter_op_threads, not args.growth)
     settings = {
         "limit_mb": bench.limit_mb,
         "precision": bench.precision,
         "inter_op_threads": bench.inter_op_threads,
         "start": START,
+        "one_region": bench.one_region,
     }
     started, lines = time.perf_counter(), []
     args.out.parent.mkdir(parents=True, exist_ok=True)

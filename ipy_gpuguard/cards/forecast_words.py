@@ -62,8 +62,9 @@ def forecast_notes(kind: Kind, forecast: Forecast | None) -> tuple[str, ...]:
 #: Why a guarded fit has no forecast, said rather than guessed.
 UNFORESEEN = {
     Unforeseen.DATA_BATCHES_ITSELF: (
-        "its data batches itself (a dataset or a generator), so fit is not told the batch size; "
-        "give fit arrays and batch_size for a forecast"
+        "its data batches itself (a generator, a PyDataset, or a tf.data pipeline whose batch "
+        "size cannot be read), so fit is not told the batch size; give fit arrays and "
+        "batch_size, or a tf.data dataset batched with .batch(n), for a forecast"
     ),
     Unforeseen.NO_DEVICE: "no GPU (nor a simulated one) whose memory is known",
     Unforeseen.PEAK_UNKNOWN: (
@@ -97,7 +98,7 @@ def forecast_lines(
     if forecast is None:
         return (
             "No forecast yet: the guard makes one for the first Keras fit of a %%gpuguard cell "
-            "that trains on arrays, once it has run two steps.",
+            "that trains on arrays or a batched tf.data dataset, once it has run two steps.",
         )
     growth = growth_line(forecast)
     return (forecast_line(forecast), *((growth,) if growth else ()))

@@ -19,7 +19,7 @@ class Basis(str, Enum):
 class Unforeseen(str, Enum):
     """Why a guarded fit has no forecast: the guard says so rather than guess."""
 
-    DATA_BATCHES_ITSELF = "data_batches_itself"  # a dataset or generator: fit is told no batch
+    DATA_BATCHES_ITSELF = "data_batches_itself"  # a generator, a pipeline of unknown batch
     NO_DEVICE = "no_device"  # no GPU (or simulated one) whose memory is known
     PEAK_UNKNOWN = "peak_unknown"  # the allocator could not tell the steps' peak
     NO_GROWTH = "no_growth"  # memory that did not grow with the batch: no line

@@ -27,6 +27,7 @@ from ..record.failure import in_one_line
 from ..record.forecast import Basis, Capacity, Forecast, Unforeseen
 from ..watchdog.keras_hooks import STEPS_TOLD
 from .compiled_step import keras_on_jax, keras_only, step_need_bytes
+from .dataset_batch import dataset_batch_size
 from .forecast import (
     MemoryLine,
     compiled_line,
@@ -325,12 +326,14 @@ class FitForecaster:
 
 
 def fit_batch_size(arguments: Mapping[str, Any]) -> int | None:
-    """The batch a ``fit`` given arrays trains on: its ``batch_size`` (or Keras' 32), at most
-    the samples it trains on; ``None`` for data that batches itself (a dataset, a generator),
-    whose batches are its own whatever ``batch_size`` says (Keras ignores it)."""
-    samples = samples_of(arguments.get("x"))
+    """The batch a ``fit`` trains on: for arrays its ``batch_size`` (or Keras' 32), at most the
+    samples it trains on; for a ``tf.data`` pipeline the size its ``batch`` gives (Keras ignores
+    ``batch_size`` there, :mod:`.dataset_batch`); ``None`` for other data that batches itself
+    (a generator, a ``PyDataset``), whose batches are its own."""
+    x = arguments.get("x")
+    samples = samples_of(x)
     if samples is None:
-        return None
+        return dataset_batch_size(x)
     batch = _whole(arguments.get("batch_size"))
     return min(batch if batch is not None and batch > 0 else KERAS_DEFAULT_BATCH, samples)
 

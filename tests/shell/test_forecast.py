@@ -120,8 +120,10 @@ def test_on_jax_the_persons_own_layer_is_never_traced_for_a_forecast():
 def test_a_fit_on_data_that_batches_itself_has_no_forecast_and_says_why(shell, capsys):
     cell = FIT_ON_ARRAYS.replace(
         "model.fit(x, y, batch_size=64, epochs=2, verbose=0)",
-        "import tensorflow as tf\n"
-        "model.fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(64), epochs=1, verbose=0)",
+        "def batches():\n"
+        "    while True:\n"
+        "        yield x[:64], y[:64]\n"
+        "model.fit(batches(), steps_per_epoch=4, epochs=1, verbose=0, shuffle=False)",
     )
     guard = shell.magics_manager.registry["GPUGuardMagics"]
     guard.session.last_forecast = None

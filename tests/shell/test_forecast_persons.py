@@ -70,6 +70,10 @@ case("plain_again", "model().fit(x, y, batch_size=64, epochs=1, verbose=0)")
 case("failed_first_step", "model().fit(x, np.full(1024, 99), batch_size=16, epochs=1, verbose=0)")
 case("dataset_batch_size", "model().fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(8), "
      "batch_size=512, epochs=1, verbose=0)")
+case("dataset_pipeline", "model().fit(tf.data.Dataset.from_tensor_slices((x, y)).shuffle(1024)"
+     ".batch(64).map(lambda a, b: (a * 2, b)).prefetch(2), epochs=1, verbose=0)")
+case("generator", "def batches():\\n    while True:\\n        yield x[:64], y[:64]\\n"
+     "model().fit(batches(), steps_per_epoch=4, epochs=1, verbose=0)")
 case("later_fit", "model().fit(x, y, batch_size=16, steps_per_epoch=1, epochs=1, verbose=0)\\n"
      "model(2048).fit(x, y, batch_size=512, epochs=2, verbose=0)")
 case("batch_16", "model().fit(x[:128], y[:128], batch_size=16, epochs=1, verbose=0)")
@@ -134,8 +138,24 @@ def test_a_fit_that_failed_at_its_first_step_is_not_given_the_last_cells_forecas
 def test_a_datasets_batches_are_its_own_whatever_batch_size_says(cells):
     dataset = cells["dataset_batch_size"]
     assert dataset["ok"]
-    assert dataset["forecast"] is None
-    assert "its data batches itself" in dataset["said"]
+    assert dataset["forecast"]["batch_size"] == 8
+
+
+@pytest.mark.tensorflow
+def test_a_tf_data_pipeline_is_forecast_at_its_batch_as_arrays_are(cells):
+    """A pipeline batched by ``.batch(64)`` and passed on through ``map`` and ``prefetch`` is
+    forecast as the same fit on arrays in batches of 64 (it used to have no forecast at all);
+    data that batches itself in code, a generator, is said to have none."""
+    pipeline, arrays = cells["dataset_pipeline"], cells["plain"]
+    assert pipeline["ok"]
+    forecast = pipeline["forecast"]
+    assert forecast["batch_size"] == 64
+    assert forecast["basis"] == "measured"
+    assert 0.5 < forecast["largest_batch"] / arrays["forecast"]["largest_batch"] < 2
+    generator = cells["generator"]
+    assert generator["ok"]
+    assert generator["forecast"] is None
+    assert "its data batches itself (a generator" in generator["said"]
 
 
 @pytest.mark.tensorflow

@@ -1,0 +1,91 @@
+"""The batch a real ``tf.data`` pipeline gives each step, read without running any of it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+from ipy_gpuguard.record.forecast import Capacity, Unforeseen  # noqa: E402
+from ipy_gpuguard.retry.dataset_batch import dataset_batch_size  # noqa: E402
+from ipy_gpuguard.retry.fit_forecast import FitForecaster, fit_batch_size  # noqa: E402
+
+pytestmark = pytest.mark.tensorflow
+
+MiB = 2**20
+
+
+def samples() -> tf.data.Dataset:
+    x = np.zeros((100, 3), "float32")
+    return tf.data.Dataset.from_tensor_slices((x, np.zeros(100, "int64")))
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "batch"),
+    [
+        (lambda d: d.batch(16), 16),
+        (lambda d: d.shuffle(10).batch(16, drop_remainder=True).repeat().cache().take(3), 16),
+        (lambda d: d.batch(16).map(lambda x, y: (x * 2, y)).prefetch(2), 16),
+        (lambda d: d.batch(16, num_parallel_calls=2).map(lambda x, y: (x, y), 2), 16),
+        (lambda d: d.padded_batch(8), 8),
+        (lambda d: d.batch(5).filter(lambda x, y: True).skip(1).shard(2, 0), 5),
+        (lambda d: d.batch(12).with_options(tf.data.Options()), 12),
+        (lambda d: d.batch(np.int64(24)), 24),
+    ],
+)
+def test_the_batch_of_a_pipeline_is_read_back_through_what_passes_batches_on(pipeline, batch):
+    assert dataset_batch_size(pipeline(samples())) == batch
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        lambda d: d,  # single samples: Keras would train on them one by one, or not at all
+        lambda d: d.batch(4).unbatch(),
+        lambda d: d.batch(4).rebatch(2),
+        lambda d: d.batch(4).flat_map(lambda x, y: tf.data.Dataset.from_tensors((x, y))),
+        lambda d: d.batch(4).window(2),
+    ],
+)
+def test_a_pipeline_that_may_change_its_batch_has_none_rather_than_a_guess(pipeline):
+    assert dataset_batch_size(pipeline(samples())) is None
+
+
+def test_reading_a_pipelines_batch_runs_none_of_it():
+    ran = []
+
+    def augment(x: Any) -> Any:
+        ran.append("augmented")
+        return x
+
+    pipeline = samples().batch(16).map(lambda x, y: (tf.py_function(augment, [x], tf.float32), y))
+    assert dataset_batch_size(pipeline) == 16
+    assert ran == []
+    next(iter(pipeline))  # iterating it does
+    assert "augmented" in ran
+
+
+def test_a_dataset_class_of_the_persons_is_not_read():
+    looked_up = []
+
+    class Batches(type(samples().batch(4))):  # the person's, made from TensorFlow's batching
+        def __getattribute__(self, name: str) -> Any:
+            looked_up.append(name)
+            return super().__getattribute__(name)
+
+    assert dataset_batch_size(Batches.__new__(Batches)) is None
+    assert looked_up == []
+
+
+def test_fit_is_forecast_at_its_pipelines_batch_not_its_batch_size_argument():
+    pipeline = samples().batch(8).prefetch(1)
+    assert fit_batch_size({"x": pipeline, "batch_size": 512}) == 8
+    forecaster = FitForecaster(lambda: Capacity(2048 * MiB), lambda: MiB, lambda: MiB)
+    forecaster.fit_began(object(), {"x": pipeline, "batch_size": 512}, None)
+    assert forecaster.unforeseen is None
+    generator = FitForecaster(lambda: Capacity(2048 * MiB), lambda: MiB, lambda: MiB)
+    generator.fit_began(object(), {"x": samples().batch(4).unbatch()}, None)
+    assert generator.unforeseen is Unforeseen.DATA_BATCHES_ITSELF
