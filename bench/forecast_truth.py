@@ -111,6 +111,9 @@ class Job:
     limit_mb: int
     inter_op_threads: int = 1
     one_region: bool = True
+    #: A fit of 3 steps at this size first, in the same process, as a person's cell at a
+    #: smaller batch runs before they run it again at the forecast's (0: none).
+    first_batch: int = 0
 
 
 @dataclass(frozen=True)
@@ -164,20 +167,14 @@ def _measure(job: Job) -> dict[str, Any]:
     entry = by_name(job.model)
     model, make_data = entry.build(entry.spec)
     model.optimizer.build(model.trainable_variables)
+    if job.first_batch:
+        _train(tf, keras, model, make_data(job.first_batch), 3)
     resident = tf.config.experimental.get_memory_info("CPU:0")["current"]
     x, y = make_data(job.batch)
-    # A tensor made of an aligned NumPy array may share its memory, outside the allocator: the
-    # copy puts the batch in it every time. A list of inputs becomes a tuple: ``tf.data`` would
-    # stack a list into one tensor.
-    batch = keras.tree.lists_to_tuples(
-        tf.nest.map_structure(lambda a: tf.raw_ops.DeepCopy(x=tf.constant(a)), (x, y))
-    )
     tf.config.experimental.reset_memory_stats("CPU:0")
     started = time.perf_counter()
     try:
-        dataset = tf.data.Dataset.from_tensors(batch).repeat()
-        # ``shuffle`` means nothing for a dataset; Keras warns of it, in the middle of the table.
-        model.fit(dataset, epochs=1, steps_per_epoch=job.steps, verbose=0, shuffle=False)
+        _train(tf, keras, model, (x, y), job.steps)
         fits = True
     except tf.errors.ResourceExhaustedError:
         fits = False
@@ -192,6 +189,19 @@ def _measure(job: Job) -> dict[str, Any]:
         "data_bytes": sum(a.nbytes for a in keras.tree.flatten((x, y))),
         "largest_tensor_bytes": largest_activation_bytes(model),
     }
+
+
+def _train(tf: Any, keras: Any, model: Any, samples: Any, steps: int) -> None:
+    """``steps`` training steps on one batch, the ``(x, y)`` of ``samples``, in the allocator."""
+    # A tensor made of an aligned NumPy array may share its memory, outside the allocator: the
+    # copy puts the batch in it every time. A list of inputs becomes a tuple: ``tf.data`` would
+    # stack a list into one tensor.
+    data = keras.tree.lists_to_tuples(
+        tf.nest.map_structure(lambda a: tf.raw_ops.DeepCopy(x=tf.constant(a)), samples)
+    )
+    dataset = tf.data.Dataset.from_tensors(data).repeat()
+    # ``shuffle`` means nothing for a dataset; Keras warns of it, in the middle of the table.
+    model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False)
 
 
 def _child(job: Job, sender: Connection) -> None:
@@ -287,13 +297,15 @@ class Bench:
     context: Any
     one_region: bool = True
 
-    def measure(self, model: str, batch: int, steps: int) -> dict[str, Any]:
-        job = Job(model, batch, steps, self.limit_mb, self.inter_op_threads, self.one_region)
+    def measure(self, model: str, batch: int, steps: int, first_batch: int = 0) -> dict[str, Any]:
+        job = Job(
+            model, batch, steps, self.limit_mb, self.inter_op_threads, self.one_region, first_batch
+        )
         return run(job, self.context)
 
-    def trial(self, model: str, batch: int, expected: bool | None) -> Trial:
-        """A trial of 2 steps, as the search makes them."""
-        result = self.measure(model, batch, 2)
+    def trial(self, model: str, batch: int, expected: bool | None, first_batch: int = 0) -> Trial:
+        """A trial of 2 steps, as the search makes them (after a fit at ``first_batch``)."""
+        result = self.measure(model, batch, 2, first_batch)
         fits, seconds = result["fits"], result["seconds"]
         print(f"  {model} {batch}: {'fits' if fits else 'OOM'} {seconds:.1f} s", file=sys.stderr)
         return Trial(batch, fits, result["peak_bytes"], seconds, result["fit_seconds"], expected)

@@ -83,6 +83,10 @@ UNFORESEEN = {
         "peak is unknown"
     ),
     Unforeseen.FIT_UNREAD: "the guard could not read its fit's arguments (its model was unknown)",
+    Unforeseen.OTHER_ALLOCATOR: (
+        "the allocator the guard reads is another framework's than the one Keras trains in "
+        "(TensorFlow's, imported for tf.data, beside Keras on JAX), so the steps' peak is unknown"
+    ),
 }
 
 

@@ -27,6 +27,7 @@ class Unforeseen(str, Enum):
     ENDED_EARLY = "ended_early"  # the fit ended (or failed) before its second training step
     OTHER_WORK = "other_work"  # a fit a callback ran inside it before its first step ended
     FIT_UNREAD = "fit_unread"  # the fit's arguments could not be read (its model unknown)
+    OTHER_ALLOCATOR = "other_allocator"  # the allocator read is not the one Keras trains in
 
 
 @dataclass(frozen=True)

@@ -3,21 +3,33 @@
 ``fit`` is not told a dataset's batch size (Keras ignores ``batch_size`` for one): the
 pipeline's ``batch`` is. Every dataset of a pipeline keeps the one it was made from
 (``_input_dataset``), and a batching one its size (``_batch_size``, a constant). So the size is
-read by walking back from the dataset ``fit`` was given, through the datasets that pass a batch
-on whole (``prefetch``, ``map``, ``shuffle``, ``repeat``, ``cache``, ``take``...), to the
+read by walking back from the dataset ``fit`` was given, through the datasets that pass every
+batch on (``prefetch``, ``map``, ``shuffle``, ``repeat``, ``cache``, ``take``...), to the
 ``batch``, ``padded_batch`` or parallel ``batch`` that made it. Any other dataset on the way
-(``unbatch``, ``rebatch``, ``flat_map``, ``window``, a class of the person's) may change the
-batch, and the size is then unknown rather than guessed. Nothing is iterated, so none of the
-pipeline's functions run, and the attributes are read from the instance dictionaries
-(:func:`.own_attributes.instance_dict`).
+(``unbatch``, ``rebatch``, ``flat_map``, ``window``; ``skip``, ``filter`` and ``shard``, which may
+keep only an epoch's short last batch; a class of the person's) may change the batch, and the
+size is then unknown rather than guessed.
 
-The size read is the batch of every step but an epoch's last, which may be smaller: the
-forecast reads the second step's peak, a full batch wherever an epoch has two.
+A size read too large is the error that costs a crash: the step's peak shared among samples it
+never had makes each sample too small, and the largest batch too large. So the size holds only
+where the steps are of one shape, and of it:
+
+- the pipeline's elements say so (``element_spec``): every dimension but the batch's is fixed
+  (a ``padded_batch`` of sequences of any length, a ``ragged_batch``, or a ``map`` that resizes
+  gives steps whose memory is not the steps' the forecast saw), and a batch dimension that is
+  fixed is the size read (a ``map`` that slices the batch is not);
+- the batch is whole: ``drop_remainder``, or a known count of samples before the ``batch``
+  (fewer than the size make one smaller batch, which is then the batch); a count that cannot
+  be told (a ``filter`` before the ``batch``) leaves the size unknown.
+
+Nothing is iterated, so none of the pipeline's functions run; the attributes are read from the
+instance dictionaries (:func:`.own_attributes.instance_dict`), of TensorFlow's own classes only.
 """
 
 from __future__ import annotations
 
 import numbers
+import sys
 from typing import Any
 
 from .own_attributes import instance_dict
@@ -28,7 +40,7 @@ _TF_DATA = "tensorflow.python.data."
 #: The datasets that make batches of a size they keep, by the names of their classes less a
 #: leading underscore (TensorFlow 2.13 added it: ``BatchDataset`` became ``_BatchDataset``).
 _BATCHING = frozenset({"BatchDataset", "ParallelBatchDataset", "PaddedBatchDataset"})
-#: The datasets that pass each batch of their input on as it is (or drop whole batches).
+#: The datasets that pass every batch of their input on, in its order or another.
 _PASSING = frozenset(
     {
         "PrefetchDataset",
@@ -39,10 +51,6 @@ _PASSING = frozenset(
         "ShuffleAndRepeatDataset",
         "CacheDataset",
         "TakeDataset",
-        "TakeWhileDataset",
-        "SkipDataset",
-        "FilterDataset",
-        "ShardDataset",
         "OptionsDataset",
         "AssertCardinalityDataset",
         "IgnoreErrorsDataset",
@@ -50,32 +58,88 @@ _PASSING = frozenset(
 )
 #: A pipeline longer than this is not walked (a dataset that names itself as its input).
 _LONGEST = 64
+#: What ``Dataset.cardinality`` says of a count it cannot tell, and of an endless dataset.
+_UNKNOWN, _INFINITE = -2, -1
 
 
 def dataset_batch_size(data: Any) -> int | None:
     """The batch each step of ``fit(data)`` trains on where ``data`` is a ``tf.data`` pipeline
-    batched by a constant size; ``None`` for anything else, or where the size cannot be told."""
+    batched by a constant size into steps of one shape; ``None`` for anything else, or where
+    the size cannot be told."""
+    batching = _batching_dataset(data)
+    if batching is None:
+        return None
+    attributes = instance_dict(batching)
+    size = _whole(_scalar(attributes.get("_batch_size")))
+    if size is None or size <= 0 or not _one_shape(data, size):
+        return None
+    drop_remainder = _scalar(attributes.get("_drop_remainder"))
+    if getattr(getattr(drop_remainder, "dtype", None), "kind", None) == "b" and drop_remainder:
+        return size
+    samples = _cardinality(attributes.get("_input_dataset"))
+    if samples == _INFINITE:
+        return size
+    return min(size, samples) if samples is not None and samples > 0 else None
+
+
+def _batching_dataset(data: Any) -> Any:
+    """The dataset that made the batches ``data`` passes on; ``None`` where there is none."""
     dataset = data
     for _ in range(_LONGEST):
-        kind = type(dataset)
-        if not kind.__module__.startswith(_TF_DATA):
+        if not _of_tf_data(dataset):
             return None
-        attributes, name = instance_dict(dataset), kind.__name__.lstrip("_")
+        name = type(dataset).__name__.lstrip("_")
         if name in _BATCHING:
-            return _constant(attributes.get("_batch_size"))
+            return dataset
         if name not in _PASSING:
             return None
-        dataset = attributes.get("_input_dataset")
+        dataset = instance_dict(dataset).get("_input_dataset")
     return None
 
 
-def _constant(size: Any) -> int | None:
-    """The value of an eager scalar tensor of TensorFlow's (a batch size), when positive."""
-    if not type(size).__module__.startswith("tensorflow."):
+def _of_tf_data(dataset: Any) -> bool:
+    """The dataset's class is TensorFlow's own, read from the class's own dictionary."""
+    module = vars(type(dataset)).get("__module__")
+    return isinstance(module, str) and module.startswith(_TF_DATA)
+
+
+def _one_shape(dataset: Any, size: int) -> bool:
+    """Every element of the pipeline has fixed dimensions but the batch's, and a batch
+    dimension that is fixed is ``size``."""
+    tensorflow = sys.modules.get("tensorflow")
+    if tensorflow is None:
+        return False
+    specs = tensorflow.nest.flatten(dataset.element_spec)  # TensorFlow's class: its property
+    for spec in specs:
+        if type(spec).__name__ != "TensorSpec" or not spec.shape.rank:
+            return False  # ragged, sparse, or a step of scalars
+        if not spec.shape[1:].is_fully_defined():
+            return False
+        if spec.shape[0] is not None and spec.shape[0] != size:
+            return False
+    return bool(specs)
+
+
+def _cardinality(dataset: Any) -> int | None:
+    """How many elements ``dataset`` yields, as TensorFlow counts them from the pipeline's
+    graph without running it: :data:`_INFINITE`, a count, or ``None`` where it cannot tell."""
+    if not _of_tf_data(dataset):
+        return None
+    count = _whole(_scalar(dataset.cardinality()))  # TensorFlow's class: its method
+    return None if count is None or count == _UNKNOWN else count
+
+
+def _scalar(value: Any) -> Any:
+    """The value of an eager scalar tensor of TensorFlow's (a NumPy scalar); ``None`` for
+    anything else."""
+    module = vars(type(value)).get("__module__")
+    if not isinstance(module, str) or not module.startswith("tensorflow."):
         return None
     try:
-        value = size.numpy()  # TensorFlow's own tensor: no code of the person's runs
+        return value.numpy()  # TensorFlow's own tensor: no code of the person's runs
     except (AttributeError, NotImplementedError, TypeError, ValueError):  # symbolic: no value
         return None
-    whole = int(value) if isinstance(value, numbers.Integral) else 0
-    return whole if whole > 0 else None
+
+
+def _whole(scalar: Any) -> int | None:
+    return int(scalar) if isinstance(scalar, numbers.Integral) else None

@@ -19,6 +19,7 @@ of the person's model or data changes, and none of their code runs on the guard'
 from __future__ import annotations
 
 import numbers
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -94,6 +95,10 @@ class FitForecaster:
         What the allocator holds now.
     made
         Hears the forecast as soon as it is made (the panel draws it before the next step).
+    read_allocator
+        Whose allocator ``read_peak`` and ``read_held`` read ("TensorFlow", "JAX", "PyTorch"):
+        the guard reads the first framework imported, which need not be the one Keras trains
+        on (TensorFlow imported for ``tf.data`` beside Keras on JAX); ``None`` where none is read.
     """
 
     def __init__(
@@ -102,7 +107,9 @@ class FitForecaster:
         read_peak: Callable[[], int | None],
         read_held: Callable[[], int | None],
         made: Callable[[Forecast], None] = lambda forecast: None,
+        read_allocator: Callable[[], str | None] = lambda: None,
     ) -> None:
+        self._read_allocator = read_allocator
         self._read_capacity = read_capacity
         self._capacity: Capacity | None = None
         self._read_peak = read_peak
@@ -162,6 +169,9 @@ class FitForecaster:
         )
         if keras_on_jax(model) and keras_only(model):
             self._compiled(self._fit, arguments)
+        if self.forecast is None and not _reads_the_allocator_of(model, self._read_allocator()):
+            self.unforeseen = Unforeseen.OTHER_ALLOCATOR  # a measured line would be of another's
+            self._fit = None
 
     def _compiled(self, fit: _Fit, arguments: Mapping[str, Any]) -> None:
         """The forecast before the first step, from XLA's analysis of the step at the cell's
@@ -336,6 +346,24 @@ def fit_batch_size(arguments: Mapping[str, Any]) -> int | None:
         return dataset_batch_size(x)
     batch = _whole(arguments.get("batch_size"))
     return min(batch if batch is not None and batch > 0 else KERAS_DEFAULT_BATCH, samples)
+
+
+#: The name :class:`~ipy_gpuguard.telemetry.FrameworkAllocators` gives the allocator of each of
+#: Keras' backends.
+_ALLOCATOR_OF_BACKEND = {"tensorflow": "TensorFlow", "jax": "JAX", "torch": "PyTorch"}
+
+
+def _reads_the_allocator_of(model: Any, allocator: str | None) -> bool:
+    """The allocator read is the one the model trains in, or none is read (the forecast then
+    says the peak is unknown): a Keras 2 model's is TensorFlow's, a Keras 3 model's its
+    backend's."""
+    if allocator is None:
+        return True
+    modules = [vars(klass).get("__module__") or "" for klass in type(model).__mro__]
+    if any(module.startswith(("tf_keras.", "tensorflow.")) for module in modules):
+        return allocator == "TensorFlow"
+    backend = getattr(getattr(sys.modules.get("keras"), "backend", None), "backend", None)
+    return not callable(backend) or _ALLOCATOR_OF_BACKEND.get(backend()) in (None, allocator)
 
 
 def _past(peak: int | None, before: int | None) -> bool:

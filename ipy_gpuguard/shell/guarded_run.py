@@ -126,6 +126,7 @@ class GuardedRun:
             self._allocator_peak_now,
             self.allocator_bytes,
             self._forecast_made,
+            self._allocator_read,
         )
         self._keras = KerasHooks(self.steps, watcher=FitWatchers((fit_watch, self.forecaster)))
         self.watchdog = Watchdog(
@@ -376,6 +377,11 @@ class GuardedRun:
             self._panel.draw(self.view, force=True)
         elif not forecast.fits:
             print(f"ipy_gpuguard: {forecast_line(forecast)}", file=self._stderr)
+
+    def _allocator_read(self) -> str | None:
+        """Whose allocator the guard reads on the fullest watched device."""
+        reading = self._fullest_allocator()
+        return None if reading is None else reading.framework
 
     def _allocator_peak_now(self) -> int | None:
         """The allocator's peak since its last reset, on the fullest watched device; ``None``

@@ -72,6 +72,8 @@ case("dataset_batch_size", "model().fit(tf.data.Dataset.from_tensor_slices((x, y
      "batch_size=512, epochs=1, verbose=0)")
 case("dataset_pipeline", "model().fit(tf.data.Dataset.from_tensor_slices((x, y)).shuffle(1024)"
      ".batch(64).map(lambda a, b: (a * 2, b)).prefetch(2), epochs=1, verbose=0)")
+case("dataset_fewer", "model().fit(tf.data.Dataset.from_tensor_slices((x[:40], y[:40])).batch(512), "
+     "epochs=3, verbose=0)")
 case("generator", "def batches():\\n    while True:\\n        yield x[:64], y[:64]\\n"
      "model().fit(batches(), steps_per_epoch=4, epochs=1, verbose=0)")
 case("later_fit", "model().fit(x, y, batch_size=16, steps_per_epoch=1, epochs=1, verbose=0)\\n"
@@ -152,6 +154,8 @@ def test_a_tf_data_pipeline_is_forecast_at_its_batch_as_arrays_are(cells):
     assert forecast["batch_size"] == 64
     assert forecast["basis"] == "measured"
     assert 0.5 < forecast["largest_batch"] / arrays["forecast"]["largest_batch"] < 2
+    fewer = cells["dataset_fewer"]["forecast"]
+    assert fewer["batch_size"] == 40  # its every step, as for the same arrays
     generator = cells["generator"]
     assert generator["ok"]
     assert generator["forecast"] is None
@@ -175,6 +179,41 @@ def test_the_guards_warning_never_lands_in_a_stream_the_person_redirected(cells)
     assert forecast is not None
     assert forecast["peak_bytes"] > forecast["capacity_bytes"]  # the case the guard warns of
     assert redirected["persons_stream"] == ""
+
+
+PIPELINE_ON_JAX = """
+shell.run_cell('''
+import numpy as np, keras, tensorflow as tf
+model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(512, activation="relu"),
+                          keras.layers.Dense(10)])
+model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+data = tf.data.Dataset.range(1024).map(lambda i: (tf.random.uniform((64,)), i % 10)).batch(256)
+''')
+said = io.StringIO()
+with contextlib.redirect_stdout(said):
+    ran = shell.run_cell("%%gpuguard --interval 0.05\\nmodel.fit(data, epochs=1, verbose=0)")
+    shell.run_line_magic("gpuguard", "forecast")
+forecast = shell.run_line_magic("gpuguard", "forecast --json")
+print("PIPELINE", json.dumps({"ok": ran.success, "forecast": forecast, "said": said.getvalue()}))
+"""
+
+
+@pytest.mark.tensorflow
+def test_on_jax_a_pipelines_fit_is_never_measured_on_tensorflows_allocator():
+    """With TensorFlow imported for ``tf.data`` beside Keras on JAX, the allocator the guard
+    reads is TensorFlow's, which holds the pipeline and none of the step: a line through it
+    gave a largest batch three times too large."""
+    said = said_in_a_shell(
+        PIPELINE_ON_JAX,
+        "PIPELINE",
+        GPUGUARD_SIMULATE="8GiB",
+        TF_CPU_ALLOCATOR_USE_BFC="true",  # TensorFlow's allocator then says what it holds
+        KERAS_BACKEND="jax",
+        TF_CPP_MIN_LOG_LEVEL="3",
+    )
+    assert said["ok"]
+    assert said["forecast"] is None
+    assert "another framework's than the one Keras trains in" in said["said"]
 
 
 GETATTR_ON_JAX = """
