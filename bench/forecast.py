@@ -6,8 +6,9 @@ forecast is then what the guard makes of that run (:class:`~ipy_gpuguard.retry.f
 MemoryLine` through the allocator's peak, with what the allocator held before the fit as the
 fixed part, the model's largest tensor and :data:`~ipy_gpuguard.retry.forecast.
 MEASURED_HEADROOM` kept free): its largest batch, its error against T, and whether it is above T
-(the one error that costs a crash). Beside it, the rule before, which kept 4% free (enough under
-512 MiB and 2 GiB, not under 8 GiB).
+(the one error that costs a crash). Beside it, the rule before, which kept 6% free (enough for
+every forecast trained in a fresh process, not for two LSTMs' trained again in the process of
+the fit at T//4).
 
 A third of the first zoo's models is held out by a hash of its name; the models of
 :mod:`forecast_zoo_held_out`, added after the forecast's rule, are all held out.
@@ -63,7 +64,7 @@ def forecast_of(model: dict[str, Any], capacity_bytes: int, headroom: float) -> 
 
 
 #: The guard's rule, and the one before it.
-RULES = ((MEASURED_HEADROOM, f"{MEASURED_HEADROOM:.0%} kept free"), (0.04, "4% kept free"))
+RULES = ((MEASURED_HEADROOM, f"{MEASURED_HEADROOM:.0%} kept free"), (0.06, "6% kept free"))
 
 
 def smallest_failed(model: dict[str, Any]) -> int | None:
@@ -221,7 +222,7 @@ def main(argv: list[str]) -> None:
         print(
             f"\nUnder {limit_mb} MiB, {layout}: the forecast (what the allocator held as the fit "
             f"began as the fixed part; the largest tensor and {MEASURED_HEADROOM:.0%} kept free) "
-            "against T, beside the rule before, which kept 4% free:"
+            "against T, beside the rule before, which kept 6% free:"
         )
         tried = try_forecasts(models, limit_mb, one_region, args.tries) if args.tries else {}
         print(table(models, limit_mb * 2**20, tried))

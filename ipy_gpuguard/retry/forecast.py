@@ -41,13 +41,14 @@ from ..record.forecast import Basis, Forecast, Growth
 #: allocator's rounding and fragmentation, which come of the step's own allocations; weights and
 #: slots, allocated once, lie packed.
 HEADROOM = 0.08
-#: The headroom of a measured line that also keeps the largest tensor free
-#: (:meth:`MemoryLine.measured`), whose slack is the fragmentation that cost most. 4% was
-#: enough under 512 MiB and 2 GiB; under 8 GiB a stacked LSTM (one of the models held out)
-#: ran out of memory at its forecast (6,775 against 6,547 that trained): it needed 13% of its
-#: memory free, where its largest output kept 5%. 6% leaves none of 48 forecasts of the bench
-#: (three limits) at a size that failed.
-MEASURED_HEADROOM = 0.06
+#: The headroom of a measured line, which also keeps the largest tensor free
+#: (:meth:`MemoryLine.measured`). Its forecast is run again in the same process, where the fit
+#: at the cell's smaller batch has left the allocator's free memory in pieces: there an LSTM
+#: ran out of memory at its forecast under 2 GiB (2,285, where 2,200 trained; 2,464 did in a
+#: fresh process), and a stacked LSTM under 512 MiB and 2 GiB (393 and 1,641; 380 and 1,600
+#: trained), each needing 8-10% where 6% was kept (``bench/forecast.py --in-process``). In a
+#: fresh process 6% was enough for all 57 forecasts of the bench (three limits).
+MEASURED_HEADROOM = 0.10
 #: Epochs of steady growth a projection needs before it names the epoch that fills the device.
 GROWTH_EPOCHS = 3
 #: Sizes above the cell's at which the compiled forecast may ask XLA to check its largest batch.
@@ -85,15 +86,13 @@ class MemoryLine:
         ``None`` when the peak holds no more than them (nothing to learn per sample).
 
         ``largest_tensor_bytes`` is what a sample adds to the step's largest tensor
-        (:func:`.layer_outputs.largest_activation_bytes`): kept free, with :data:`MEASURED_HEADROOM`; where it
-        is not known (0), :data:`HEADROOM` alone is kept.
+        (:func:`.layer_outputs.largest_activation_bytes`): kept free where it is known (not 0),
+        and :data:`MEASURED_HEADROOM` always.
         """
         if batch <= 0 or peak_bytes <= fixed_bytes:
             return None
         per_sample = (peak_bytes - fixed_bytes) / batch
-        if largest_tensor_bytes <= 0:
-            return cls(fixed_bytes, per_sample)
-        return cls(fixed_bytes, per_sample, largest_tensor_bytes, MEASURED_HEADROOM)
+        return cls(fixed_bytes, per_sample, max(largest_tensor_bytes, 0), MEASURED_HEADROOM)
 
     def peak_at(self, batch: int) -> int:
         return round(self.fixed_bytes + self.per_sample_bytes * batch)

@@ -11,6 +11,7 @@ import numpy as np
 from ipy_gpuguard.cards.forecast_words import forecast_lines
 from ipy_gpuguard.record.forecast import Basis, Capacity, Unforeseen
 from ipy_gpuguard.retry.fit_forecast import MEASURED_AFTER, FitForecaster
+from ipy_gpuguard.retry.forecast import MEASURED_HEADROOM
 from ipy_gpuguard.watchdog.progress import StepRecorder
 
 MiB = 2**20
@@ -53,7 +54,7 @@ def test_the_capacity_is_read_as_the_fit_begins_when_the_allocator_is_set_up():
     assert forecast.basis is Basis.MEASURED
     assert forecast.capacity_bytes == 2048 * MiB
     per_sample = (200 - 10) * MiB / 64
-    assert forecast.largest_batch == int((2048 - 10) * MiB * 0.92 // per_sample)
+    assert forecast.largest_batch == int((2048 - 10) * MiB * (1 - MEASURED_HEADROOM) // per_sample)
 
 
 def test_the_fixed_part_is_what_the_allocator_holds_between_steps_without_the_gradients():
@@ -75,7 +76,7 @@ def test_the_fixed_part_is_what_the_allocator_holds_between_steps_without_the_gr
     forecast = forecaster.look()
     assert forecast is not None
     per_sample = (100 - 20) * MiB / 64
-    assert forecast.largest_batch == int((2048 - 20) * MiB * 0.92 // per_sample)
+    assert forecast.largest_batch == int((2048 - 20) * MiB * (1 - MEASURED_HEADROOM) // per_sample)
 
 
 def test_what_other_processes_hold_is_read_with_the_capacity_and_said():
