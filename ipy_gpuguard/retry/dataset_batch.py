@@ -18,9 +18,16 @@ where the steps are of one shape, and of it:
   (a ``padded_batch`` of sequences of any length, a ``ragged_batch``, or a ``map`` that resizes
   gives steps whose memory is not the steps' the forecast saw), and a batch dimension that is
   fixed is the size read (a ``map`` that slices the batch is not);
-- the batch is whole: ``drop_remainder``, or a known count of samples before the ``batch``
+- the batch is whole: ``drop_remainder`` (where a later ``map`` leaves the batch dimension
+  unknown, it may have masked samples out), or a known count of samples before the ``batch``
   (fewer than the size make one smaller batch, which is then the batch); a count that cannot
-  be told (a ``filter`` before the ``batch``) leaves the size unknown.
+  be told (a ``filter`` before the ``batch``) leaves the size unknown, and so does a
+  ``shuffle`` of batches where an epoch ends in a short one, which may then be the first two
+  steps' (after a ``repeat``, two epochs' short batches).
+
+A ``map`` after the ``batch`` is taken to keep it whole unless its elements say otherwise: one
+that masks samples out of each batch of a pipeline without ``drop_remainder`` cannot be told
+from one that augments them, and makes the forecast's batch too large.
 
 Nothing is iterated, so none of the pipeline's functions run; the attributes are read from the
 instance dictionaries (:func:`.own_attributes.instance_dict`), of TensorFlow's own classes only.
@@ -32,7 +39,7 @@ import numbers
 import sys
 from typing import Any
 
-from .own_attributes import instance_dict
+from .own_attributes import class_dict, instance_dict
 
 #: Where TensorFlow's datasets live: a class from elsewhere is the person's, whose batches the
 #: guard cannot tell.
@@ -56,6 +63,9 @@ _PASSING = frozenset(
         "IgnoreErrorsDataset",
     }
 )
+#: The datasets that pass batches on in another order: an epoch's short last batch may come
+#: first, and after a ``repeat`` the next epoch's too.
+_REORDERING = frozenset({"ShuffleDataset", "ShuffleAndRepeatDataset"})
 #: A pipeline longer than this is not walked (a dataset that names itself as its input).
 _LONGEST = 64
 #: What ``Dataset.cardinality`` says of a count it cannot tell, and of an endless dataset.
@@ -66,46 +76,55 @@ def dataset_batch_size(data: Any) -> int | None:
     """The batch each step of ``fit(data)`` trains on where ``data`` is a ``tf.data`` pipeline
     batched by a constant size into steps of one shape; ``None`` for anything else, or where
     the size cannot be told."""
-    batching = _batching_dataset(data)
-    if batching is None:
+    found = _batching_dataset(data)
+    if found is None:
         return None
+    batching, passed = found
     attributes = instance_dict(batching)
     size = _whole(_scalar(attributes.get("_batch_size")))
-    if size is None or size <= 0 or not _one_shape(data, size):
-        return None
     drop_remainder = _scalar(attributes.get("_drop_remainder"))
-    if getattr(getattr(drop_remainder, "dtype", None), "kind", None) == "b" and drop_remainder:
+    whole = getattr(getattr(drop_remainder, "dtype", None), "kind", None) == "b" and drop_remainder
+    if size is None or size <= 0 or not _one_shape(data, size, bool(whole)):
+        return None
+    if whole:
         return size
     samples = _cardinality(attributes.get("_input_dataset"))
     if samples == _INFINITE:
         return size
-    return min(size, samples) if samples is not None and samples > 0 else None
+    if samples is None or samples <= 0:
+        return None
+    if samples > size and samples % size and passed & _REORDERING:
+        return None  # the short last batch of each epoch may come first, and next
+    return min(size, samples)
 
 
-def _batching_dataset(data: Any) -> Any:
-    """The dataset that made the batches ``data`` passes on; ``None`` where there is none."""
-    dataset = data
+def _batching_dataset(data: Any) -> tuple[Any, frozenset[str]] | None:
+    """The dataset that made the batches ``data`` passes on, and the kinds of dataset that
+    pass them; ``None`` where there is none."""
+    dataset, passed = data, set[str]()
     for _ in range(_LONGEST):
         if not _of_tf_data(dataset):
             return None
         name = type(dataset).__name__.lstrip("_")
         if name in _BATCHING:
-            return dataset
+            return dataset, frozenset(passed)
         if name not in _PASSING:
             return None
+        passed.add(name)
         dataset = instance_dict(dataset).get("_input_dataset")
     return None
 
 
 def _of_tf_data(dataset: Any) -> bool:
     """The dataset's class is TensorFlow's own, read from the class's own dictionary."""
-    module = vars(type(dataset)).get("__module__")
+    module = class_dict(type(dataset)).get("__module__")
     return isinstance(module, str) and module.startswith(_TF_DATA)
 
 
-def _one_shape(dataset: Any, size: int) -> bool:
+def _one_shape(dataset: Any, size: int, whole: bool) -> bool:
     """Every element of the pipeline has fixed dimensions but the batch's, and a batch
-    dimension that is fixed is ``size``."""
+    dimension that is fixed is ``size``; where every batch is ``whole`` (``drop_remainder``),
+    it is fixed: one that a later ``map`` left unknown may have lost samples (a mask)."""
     tensorflow = sys.modules.get("tensorflow")
     if tensorflow is None:
         return False
@@ -115,7 +134,8 @@ def _one_shape(dataset: Any, size: int) -> bool:
             return False  # ragged, sparse, or a step of scalars
         if not spec.shape[1:].is_fully_defined():
             return False
-        if spec.shape[0] is not None and spec.shape[0] != size:
+        batch = spec.shape[0]
+        if (batch is None and whole) or (batch is not None and batch != size):
             return False
     return bool(specs)
 
@@ -132,7 +152,7 @@ def _cardinality(dataset: Any) -> int | None:
 def _scalar(value: Any) -> Any:
     """The value of an eager scalar tensor of TensorFlow's (a NumPy scalar); ``None`` for
     anything else."""
-    module = vars(type(value)).get("__module__")
+    module = class_dict(type(value)).get("__module__")
     if not isinstance(module, str) or not module.startswith("tensorflow."):
         return None
     try:

@@ -19,7 +19,6 @@ of the person's model or data changes, and none of their code runs on the guard'
 from __future__ import annotations
 
 import numbers
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -37,7 +36,7 @@ from .forecast import (
 )
 from .layer_outputs import largest_activation_bytes
 from .measure import samples_of
-from .own_attributes import replicas_of
+from .own_attributes import class_dict, classes_of, replicas_of
 
 #: The training step at whose end the allocator's peak is read: the first traces and compiles
 #: the step, the second runs it as every later step will.
@@ -348,22 +347,30 @@ def fit_batch_size(arguments: Mapping[str, Any]) -> int | None:
     return min(batch if batch is not None and batch > 0 else KERAS_DEFAULT_BATCH, samples)
 
 
-#: The name :class:`~ipy_gpuguard.telemetry.FrameworkAllocators` gives the allocator of each of
-#: Keras' backends.
-_ALLOCATOR_OF_BACKEND = {"tensorflow": "TensorFlow", "jax": "JAX", "torch": "PyTorch"}
+#: The allocator each of Keras 3's backends trains in, by the module of the trainer class every
+#: Keras 3 model inherits, and the name :class:`~ipy_gpuguard.telemetry.FrameworkAllocators`
+#: gives it.
+_ALLOCATOR_OF_TRAINER = {
+    "keras.src.backend.jax.": "JAX",
+    "keras.src.backend.tensorflow.": "TensorFlow",
+    "keras.src.backend.torch.": "PyTorch",
+}
 
 
 def _reads_the_allocator_of(model: Any, allocator: str | None) -> bool:
     """The allocator read is the one the model trains in, or none is read (the forecast then
-    says the peak is unknown): a Keras 2 model's is TensorFlow's, a Keras 3 model's its
-    backend's."""
+    says the peak is unknown): a Keras 3 model's is its trainer's backend's, a Keras 2 model's
+    TensorFlow's. Read from the classes' own dictionaries: no class of the person's answers."""
     if allocator is None:
         return True
-    modules = [vars(klass).get("__module__") or "" for klass in type(model).__mro__]
-    if any(module.startswith(("tf_keras.", "tensorflow.")) for module in modules):
-        return allocator == "TensorFlow"
-    backend = getattr(getattr(sys.modules.get("keras"), "backend", None), "backend", None)
-    return not callable(backend) or _ALLOCATOR_OF_BACKEND.get(backend()) in (None, allocator)
+    modules = [class_dict(klass).get("__module__") for klass in classes_of(model)]
+    names = [module for module in modules if isinstance(module, str)]
+    for prefix, trains_in in _ALLOCATOR_OF_TRAINER.items():
+        if any(name.startswith(prefix) for name in names):
+            return allocator == trains_in
+    return allocator == "TensorFlow" or not any(
+        name.startswith(("keras.", "tf_keras.", "tensorflow.")) for name in names
+    )
 
 
 def _past(peak: int | None, before: int | None) -> bool:

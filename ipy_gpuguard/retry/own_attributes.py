@@ -20,12 +20,24 @@ from typing import Any
 def instance_dict(value: Any) -> Mapping[str, Any]:
     """``value``'s own attributes, read through the ``__dict__`` descriptor Python made for its
     class (or a base's); empty for an object without one."""
-    for klass in type(value).__mro__:
-        descriptor = vars(klass).get("__dict__")
+    for klass in classes_of(value):
+        descriptor = class_dict(klass).get("__dict__")
         if isinstance(descriptor, types.GetSetDescriptorType):
             state = descriptor.__get__(value)
             return state if isinstance(state, dict) else {}
     return {}
+
+
+def classes_of(value: Any) -> tuple[type, ...]:
+    """The classes ``value``'s attributes are looked up in, its class first: read through
+    ``type``'s own descriptor, which a metaclass of the person's cannot replace."""
+    return type.__dict__["__mro__"].__get__(type(value))  # type: ignore[no-any-return]
+
+
+def class_dict(klass: type) -> Mapping[str, Any]:
+    """What ``klass`` itself defines (its ``__module__``, its descriptors), read through
+    ``type``'s own descriptor, which a metaclass of the person's cannot replace."""
+    return type.__dict__["__dict__"].__get__(klass)  # type: ignore[no-any-return]
 
 
 def replicas_of(model: Any) -> int:

@@ -35,6 +35,7 @@ def samples() -> tf.data.Dataset:
         (lambda d: d.take(10).batch(64).repeat(), 10),
         (lambda d: d.repeat().batch(2048), 2048),
         (lambda d: d.batch(256, drop_remainder=True).map(lambda x, y: (x, y)), 256),
+        (lambda d: d.batch(50).repeat().shuffle(8), 50),  # every batch whole: no short one
         (lambda d: d.batch(12).with_options(tf.data.Options()), 12),
         (lambda d: d.batch(np.int64(24)), 24),
     ],
@@ -57,6 +58,13 @@ def test_the_batch_of_a_pipeline_is_read_back_through_what_passes_batches_on(pip
         lambda d: d.filter(lambda x, y: True).batch(8),  # how many samples: not told
         lambda d: d.batch(32, drop_remainder=True).map(lambda x, y: (x[:8], y[:8])),
         lambda d: d.batch(8).map(lambda x, y: (tf.image.resize(x[..., None], (4, 4)), y)),
+        # a mask over batches that were whole: the batch dimension is no longer known
+        lambda d: d.batch(16, drop_remainder=True).map(
+            lambda x, y: (tf.boolean_mask(x, y > 0), tf.boolean_mask(y, y > 0))
+        ),
+        # 100 samples end each epoch in a batch of 36, which a shuffle may put first, and next
+        lambda d: d.batch(64).repeat().shuffle(8),
+        lambda d: d.batch(64).shuffle(2).take(1),
     ],
 )
 def test_a_pipeline_that_may_change_its_batch_has_none_rather_than_a_guess(pipeline):
@@ -113,6 +121,17 @@ def test_a_dataset_class_of_the_persons_is_not_read():
         __module__ = property(lambda self: "tensorflow.python.data.ops")  # type: ignore[assignment]
 
     assert dataset_batch_size(Disguised.__new__(Disguised)) is None
+
+
+def test_a_shuffle_of_batches_never_makes_both_first_steps_short():
+    """The steps a fit takes first from the pipelines this module answers: one of the first two
+    is a whole batch of the size read, whatever the shuffle's seed."""
+    for seed in range(30):
+        pipeline = samples().batch(50).repeat().shuffle(8, seed=seed)
+        first_two = [len(y) for _, y in pipeline.take(2)]
+        assert dataset_batch_size(pipeline) in first_two
+        short = samples().batch(64).repeat().shuffle(8, seed=seed)
+        assert dataset_batch_size(short) is None
 
 
 def test_fit_is_forecast_at_its_pipelines_batch_not_its_batch_size_argument():

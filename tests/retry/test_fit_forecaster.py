@@ -365,3 +365,38 @@ def test_a_fit_whose_arguments_could_not_be_read_says_so_not_that_its_data_batch
     forecaster = FitForecaster(lambda: Capacity(256 * MiB), lambda: MiB, lambda: MiB)
     forecaster.fit_began(None, {}, None)  # a CallbackList the person built without a model
     assert forecaster.unforeseen is Unforeseen.FIT_UNREAD
+
+
+def test_a_keras_model_measured_on_another_frameworks_allocator_has_no_forecast():
+    """TensorFlow imported for ``tf.data`` beside Keras on JAX: the allocator the guard reads is
+    TensorFlow's, which holds none of the step. The model's trainer says which it trains in."""
+    import keras
+
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)])  # TensorFlow's here
+    arrays = {"x": np.zeros((64, 8)), "batch_size": 8}
+    elsewhere = FitForecaster(
+        lambda: Capacity(2048 * MiB), lambda: MiB, lambda: MiB, read_allocator=lambda: "JAX"
+    )
+    elsewhere.fit_began(model, arrays, 8)
+    assert elsewhere.unforeseen is Unforeseen.OTHER_ALLOCATOR
+    own = FitForecaster(
+        lambda: Capacity(2048 * MiB), lambda: MiB, lambda: MiB, read_allocator=lambda: "TensorFlow"
+    )
+    own.fit_began(model, arrays, 8)
+    assert own.unforeseen is None
+    assert own.error is None
+
+    class Odd(type):
+        @property
+        def __mro__(cls):  # a class of the person's answers nothing the guard asks
+            raise RuntimeError("the person's")
+
+    class Persons(metaclass=Odd):
+        __module__ = property(lambda self: "keras.src.backend.jax.trainer")  # type: ignore[assignment]
+
+    odd = FitForecaster(
+        lambda: Capacity(2048 * MiB), lambda: MiB, lambda: MiB, read_allocator=lambda: "JAX"
+    )
+    odd.fit_began(Persons(), arrays, 8)
+    assert odd.error is None
+    assert odd.unforeseen is None
