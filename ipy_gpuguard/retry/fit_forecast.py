@@ -65,6 +65,8 @@ class _Fit:
     #: number Keras gives the first of them less one.
     epochs: int | None
     initial_epoch: int
+    #: The allocator the guard reads is the one the model trains in: what it holds is the fit's.
+    own_allocator: bool = True
     #: What a sample adds to the model's largest layer output, read with the fixed part.
     largest_tensor_bytes: int = 0
     #: The training steps that have ended, as far as :data:`MEASURED_AFTER`.
@@ -157,6 +159,7 @@ class FitForecaster:
         replicas = replicas_of(model)
         epochs = _whole(arguments.get("epochs"))
         first = max(_whole(arguments.get("initial_epoch")) or 0, 0)
+        own_allocator = _reads_the_allocator_of(model, self._read_allocator())
         self._fit = _Fit(
             model,
             max(batch // replicas, 1),
@@ -165,10 +168,11 @@ class FitForecaster:
             None,
             None if epochs is None else epochs - first,
             first,
+            own_allocator,
         )
         if keras_on_jax(model) and keras_only(model):
             self._compiled(self._fit, arguments)
-        if self.forecast is None and not _reads_the_allocator_of(model, self._read_allocator()):
+        if self.forecast is None and not own_allocator:
             self.unforeseen = Unforeseen.OTHER_ALLOCATOR  # a measured line would be of another's
             self._fit = None
 
@@ -263,6 +267,8 @@ class FitForecaster:
         fit = self._fit
         if fit is None or not self._alone(model) or self.error is not None:
             return  # a later fit's epoch, or one of a fit inside the first
+        if not fit.own_allocator:
+            return  # what another framework's allocator holds is none of the fit's growth
         if fit.steps < MEASURED_AFTER:
             self._other_work()  # the epoch's validation and callbacks ran before the 2nd step
             return

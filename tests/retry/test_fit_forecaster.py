@@ -400,3 +400,34 @@ def test_a_keras_model_measured_on_another_frameworks_allocator_has_no_forecast(
     odd.fit_began(Persons(), arrays, 8)
     assert odd.error is None
     assert odd.unforeseen is None
+
+
+def test_a_compiled_forecast_never_projects_growth_from_another_frameworks_allocator(monkeypatch):
+    """Keras on JAX compiles its forecast before the first step; with TensorFlow imported for
+    ``tf.data``, what the guard reads at each epoch's end is TensorFlow's allocator (a cache
+    that grows there), none of the fit's."""
+    import keras
+
+    from ipy_gpuguard.retry import fit_forecast
+
+    monkeypatch.setattr(fit_forecast, "keras_on_jax", lambda model: True)  # as on JAX
+    monkeypatch.setattr(fit_forecast, "keras_only", lambda model: True)
+    monkeypatch.setattr(fit_forecast, "step_need_bytes", lambda m, x, y, size: MiB * (1 + size))
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)])
+    held = [10 * MiB]
+    forecaster = FitForecaster(
+        lambda: Capacity(100 * MiB),
+        lambda: 20 * MiB,
+        lambda: held[-1],
+        read_allocator=lambda: "JAX",
+    )
+    forecaster.fit_began(model, {"x": np.zeros((64, 8)), "batch_size": 16, "epochs": 30}, 4)
+    assert forecaster.forecast is not None  # compiled: no allocator read
+    for step in (1, 2):
+        forecaster.step_ended(model, step)
+    for epoch in range(6):
+        held.append(held[-1] + 8 * MiB)
+        forecaster.epoch_ended(model, epoch)
+    forecast = forecaster.look()
+    assert forecast is not None
+    assert forecast.growth is None
