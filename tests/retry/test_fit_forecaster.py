@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from ipy_gpuguard.cards.forecast_words import forecast_lines
 from ipy_gpuguard.record.forecast import Basis, Capacity, Unforeseen
@@ -367,6 +368,7 @@ def test_a_fit_whose_arguments_could_not_be_read_says_so_not_that_its_data_batch
     assert forecaster.unforeseen is Unforeseen.FIT_UNREAD
 
 
+@pytest.mark.tensorflow
 def test_a_keras_model_measured_on_another_frameworks_allocator_has_no_forecast():
     """TensorFlow imported for ``tf.data`` beside Keras on JAX: the allocator the guard reads is
     TensorFlow's, which holds none of the step. The model's trainer says which it trains in."""
@@ -402,6 +404,7 @@ def test_a_keras_model_measured_on_another_frameworks_allocator_has_no_forecast(
     assert odd.unforeseen is None
 
 
+@pytest.mark.tensorflow
 def test_a_compiled_forecast_never_projects_growth_from_another_frameworks_allocator(monkeypatch):
     """Keras on JAX compiles its forecast before the first step; with TensorFlow imported for
     ``tf.data``, what the guard reads at each epoch's end is TensorFlow's allocator (a cache
