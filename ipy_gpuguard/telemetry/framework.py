@@ -2,7 +2,9 @@
 
 TensorFlow reserves most of a GPU at start-up and its BFC allocator never gives memory back, so
 NVML's "used" says little about a TensorFlow process; the allocator's current and peak bytes say
-what the model really needs. Only frameworks the person has already imported are read, looked up
+what the model really needs. Where Keras is imported, the framework it trains in is read first:
+Keras on JAX commonly feeds ``fit`` from ``tf.data``, which imports TensorFlow, whose allocator
+then holds none of the model. Only frameworks the person has already imported are read, looked up
 in ``sys.modules``: importing one here would cost seconds. TensorFlow is read only once its
 runtime is initialised, because asking it about memory would initialise the GPUs, and after that
 ``set_memory_growth`` fails with "Physical devices cannot be modified after being initialized".
@@ -23,8 +25,13 @@ from .model import AllocatorReading
 log = logging.getLogger(__name__)
 
 
+#: The name each of Keras 3's backends has here, as :class:`AllocatorReading` gives it.
+_KERAS_BACKENDS = {"tensorflow": "TensorFlow", "torch": "PyTorch", "jax": "JAX"}
+
+
 class FrameworkAllocators:
-    """Reads the allocator of whichever framework is in use: TensorFlow, PyTorch, then JAX.
+    """Reads the allocator of the framework in use: the one Keras trains in, else the first
+    of TensorFlow, PyTorch and JAX that answers.
 
     The allocator, not the device, measures a run: TensorFlow and JAX reserve most of a GPU at
     once, so NVML's "used" stays flat whatever the batch.
@@ -49,32 +56,61 @@ class FrameworkAllocators:
 
     def read(self, index: int) -> AllocatorReading | None:
         """The allocator's current and peak bytes on device ``index``, or ``None``."""
-        tensorflow = self._tensorflow()
-        if tensorflow is not None:
-            info = self._quiet(
-                "TensorFlow get_memory_info",
-                tensorflow.config.experimental.get_memory_info,
-                f"{self._device_type}:{index}",
-            )
-            if info is not None:
-                return AllocatorReading("TensorFlow", int(info["current"]), int(info["peak"]))
-        torch_cuda = self._torch_cuda()
-        if torch_cuda is not None:
-            current = self._quiet("torch memory_allocated", torch_cuda.memory_allocated, index)
-            peak = self._quiet("torch max_memory_allocated", torch_cuda.max_memory_allocated, index)
-            if current is not None and peak is not None:
-                return AllocatorReading("PyTorch", int(current), int(peak))
-        stats = self._jax_stats(index)
-        if "bytes_in_use" in stats:
-            # JAX's own peak counts from the start of the process and cannot be reset: it is the
-            # cell's once it passes the mark found at the reset; before that, only the bytes in
-            # use are known.
-            in_use = int(stats["bytes_in_use"])
-            mark = int(stats.get("peak_bytes_in_use", 0))
-            if index in self._jax_marks and mark > self._jax_marks[index]:
-                return AllocatorReading("JAX", in_use, mark)
-            return AllocatorReading("JAX", in_use, in_use, peak_known=False)
+        readers = {
+            "TensorFlow": self._read_tensorflow,
+            "PyTorch": self._read_torch,
+            "JAX": self._read_jax,
+        }
+        trains_in = self._keras_backend()
+        for name in sorted(readers, key=lambda name: name != trains_in):  # a stable sort
+            reading = readers[name](index)
+            if reading is not None:
+                return reading
         return None
+
+    def _read_tensorflow(self, index: int) -> AllocatorReading | None:
+        tensorflow = self._tensorflow()
+        if tensorflow is None:
+            return None
+        info = self._quiet(
+            "TensorFlow get_memory_info",
+            tensorflow.config.experimental.get_memory_info,
+            f"{self._device_type}:{index}",
+        )
+        if info is None:
+            return None
+        return AllocatorReading("TensorFlow", int(info["current"]), int(info["peak"]))
+
+    def _read_torch(self, index: int) -> AllocatorReading | None:
+        torch_cuda = self._torch_cuda()
+        if torch_cuda is None:
+            return None
+        current = self._quiet("torch memory_allocated", torch_cuda.memory_allocated, index)
+        peak = self._quiet("torch max_memory_allocated", torch_cuda.max_memory_allocated, index)
+        if current is None or peak is None:
+            return None
+        return AllocatorReading("PyTorch", int(current), int(peak))
+
+    def _read_jax(self, index: int) -> AllocatorReading | None:
+        stats = self._jax_stats(index)
+        if "bytes_in_use" not in stats:
+            return None
+        # JAX's own peak counts from the start of the process and cannot be reset: it is the
+        # cell's once it passes the mark found at the reset; before that, only the bytes in
+        # use are known.
+        in_use = int(stats["bytes_in_use"])
+        mark = int(stats.get("peak_bytes_in_use", 0))
+        if index in self._jax_marks and mark > self._jax_marks[index]:
+            return AllocatorReading("JAX", in_use, mark)
+        return AllocatorReading("JAX", in_use, in_use, peak_known=False)
+
+    def _keras_backend(self) -> str | None:
+        """The framework Keras 3 trains in, where it is imported; ``None`` for Keras 2 (which
+        trains in TensorFlow, read first anyway) or no Keras."""
+        config = self._modules.get("keras.src.backend.config")
+        backend = getattr(config, "backend", None)
+        name = self._quiet("Keras backend", backend) if callable(backend) else None
+        return _KERAS_BACKENDS.get(name) if isinstance(name, str) else None
 
     def limit_bytes(self, index: int) -> int | None:
         """The most the framework's allocator may take of device ``index``, where it says so:

@@ -195,3 +195,70 @@ def test_jax_is_not_asked_before_it_set_up_its_backends():
     modules = fake_jax([FakeJaxDevice(2**30)], initialised=False)
     modules["jax"].devices = lambda kind=None: pytest.fail("would set up JAX's backends")
     assert FrameworkAllocators("GPU", modules).read(0) is None
+
+
+def fake_tensorflow_holding(current, peak):
+    """A TensorFlow whose runtime is set up and whose allocator answers on every device."""
+    modules = fake_tensorflow(None)
+    modules["tensorflow"].config.experimental = types.SimpleNamespace(
+        get_memory_info=lambda device: {"current": current, "peak": peak}
+    )
+    return modules
+
+
+def fake_keras_on(backend):
+    config = types.ModuleType("keras.src.backend.config")
+    config.backend = lambda: backend
+    return {"keras.src.backend.config": config}
+
+
+def test_the_framework_keras_trains_in_is_read_before_tensorflow_imported_for_its_data():
+    """Keras on JAX fed from ``tf.data`` imports TensorFlow, whose allocator holds none of the
+    model: the panel said "TensorFlow allocator" of a JAX model's run."""
+    jax_device = FakeJaxDevice(3 * 2**30)
+    both = {**fake_tensorflow_holding(4096, 8192), **fake_jax([jax_device])}
+    assert FrameworkAllocators("GPU", both).read(0).framework == "TensorFlow"  # no Keras
+    on_jax = FrameworkAllocators("GPU", {**both, **fake_keras_on("jax")})
+    assert on_jax.read(0) == AllocatorReading("JAX", 3 * 2**30, 3 * 2**30, peak_known=False)
+    on_tensorflow = FrameworkAllocators("GPU", {**both, **fake_keras_on("tensorflow")})
+    assert on_tensorflow.read(0) == AllocatorReading("TensorFlow", 4096, 8192)
+    # where Keras' framework cannot be read, the others still are
+    alone = {**fake_tensorflow_holding(4096, 8192), **fake_keras_on("jax")}
+    assert FrameworkAllocators("GPU", alone).read(0).framework == "TensorFlow"
+
+
+def test_a_keras_backend_that_cannot_say_leaves_the_order_as_it_was():
+    broken = types.ModuleType("keras.src.backend.config")
+    broken.backend = lambda: 1 / 0
+    both = {**fake_tensorflow_holding(4096, 8192), **fake_jax([FakeJaxDevice(2**30)])}
+    for keras_config in (broken, types.ModuleType("keras.src.backend.config")):
+        modules = {**both, "keras.src.backend.config": keras_config}
+        assert FrameworkAllocators("GPU", modules).read(0).framework == "TensorFlow"
+
+
+@pytest.mark.tensorflow
+def test_the_real_keras_says_its_backend_where_the_allocators_look():
+    run_tensorflow(
+        """
+        import sys, types
+        import keras
+        from ipy_gpuguard.telemetry import FrameworkAllocators
+
+        reading = {"current": 4096, "peak": 8192}
+        tensorflow = types.SimpleNamespace(config=types.SimpleNamespace(
+            experimental=types.SimpleNamespace(get_memory_info=lambda device: reading)))
+        context = types.SimpleNamespace(
+            context_safe=lambda: types.SimpleNamespace(_initialized=True))
+        device = types.SimpleNamespace(memory_stats=lambda: {"bytes_in_use": 5})
+        modules = {
+            "keras.src.backend.config": sys.modules["keras.src.backend.config"],
+            "tensorflow": tensorflow,
+            "tensorflow.python.eager.context": context,
+            "jax": types.SimpleNamespace(devices=lambda kind=None: [device]),
+            "jax._src.xla_bridge": types.SimpleNamespace(_backends={"cuda": object()}),
+        }
+        assert FrameworkAllocators("GPU", modules).read(0).framework == "JAX"
+        print("ok")
+        """,
+        KERAS_BACKEND="jax",
+    )
