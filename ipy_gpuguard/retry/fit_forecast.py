@@ -98,8 +98,9 @@ class FitForecaster:
         Hears the forecast as soon as it is made (the panel draws it before the next step).
     read_allocator
         Whose allocator ``read_peak`` and ``read_held`` read ("TensorFlow", "JAX", "PyTorch"):
-        the guard reads the first framework imported, which need not be the one Keras trains
-        on (TensorFlow imported for ``tf.data`` beside Keras on JAX); ``None`` where none is read.
+        the guard reads the one Keras trains in first, but where that one cannot be read (JAX's
+        on a simulated GPU), another framework's (TensorFlow imported for ``tf.data`` beside
+        Keras on JAX); ``None`` where none is read.
     """
 
     def __init__(
