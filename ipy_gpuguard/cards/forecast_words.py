@@ -4,7 +4,7 @@ and the line an out-of-memory card quotes."""
 from __future__ import annotations
 
 from ..diagnosis import Kind
-from ..record.forecast import Basis, Forecast, Unforeseen
+from ..record.forecast import Basis, Forecast, KeptForecast, Unforeseen
 from ..telemetry.units import format_bytes
 
 _MADE = {Basis.COMPILED: "from the compiled step", Basis.MEASURED: "measured"}
@@ -90,11 +90,28 @@ UNFORESEEN = {
 }
 
 
+def kept_forecast_lines(kept: KeptForecast | None, last_cell_fitted: bool) -> tuple[str, ...]:
+    """What ``%gpuguard forecast`` prints: the last guarded fit's forecast, said to be an
+    earlier cell's where the last guarded cell ran no fit the guard saw (none at all, or one
+    given a ``CallbackList`` built before the cell, whose steps Keras never tells the guard)."""
+    if kept is None:
+        return forecast_lines(None)
+    lines = forecast_lines(kept.forecast, kept.unforeseen, kept.stopped)
+    if last_cell_fitted:
+        return lines
+    cell = "an earlier cell" if kept.execution_count is None else f"In [{kept.execution_count}]"
+    return (
+        "The last guarded cell ran no fit the guard saw (a fit given a CallbackList built "
+        f"before its cell is not seen); the last guarded fit is of {cell}:",
+        *lines,
+    )
+
+
 def forecast_lines(
     forecast: Forecast | None, unforeseen: Unforeseen | None = None, stopped: str | None = None
 ) -> tuple[str, ...]:
-    """What ``%gpuguard forecast`` prints; ``stopped``: the guard's own error that stopped the
-    last fit's forecast before it was made."""
+    """The lines of one fit's forecast, or why it has none; ``stopped``: the guard's own error
+    that stopped the forecast before it was made."""
     if forecast is None and stopped is not None:
         return (f"No forecast for the last guarded fit: the guard's forecast stopped ({stopped}).",)
     if forecast is None and unforeseen is not None:

@@ -90,3 +90,15 @@ class Forecast:
         data["growth_bytes_per_epoch"] = growth["bytes_per_epoch"] if growth else None
         data["fills_at_epoch"] = growth["fills_at_epoch"] if growth else None
         return data
+
+
+@dataclass(frozen=True)
+class KeptForecast:
+    """What the last guarded fit left for ``%gpuguard forecast``: its forecast, or why it has
+    none (``unforeseen``, or the guard's own error that ``stopped`` it), and the execution
+    count of its cell, which later guarded cells without a fit do not replace."""
+
+    forecast: Forecast | None
+    unforeseen: Unforeseen | None = None
+    stopped: str | None = None
+    execution_count: int | None = None

@@ -280,18 +280,17 @@ class GPUGuardMagics(Magics):
         return None
 
     def _forecast(self, as_data: bool) -> dict[str, Any] | None:
-        """The last guarded fit's forecast: printed, or as data (``None`` when there is none)."""
-        from ..cards.forecast_words import forecast_lines  # the cards load with the first card
+        """The last guarded fit's forecast: printed, or as data (``None`` when there is none),
+        with the execution count of its cell."""
+        from ..cards.forecast_words import kept_forecast_lines  # cards load with the first card
 
         session = self.session
-        forecast = session.last_forecast
+        kept = session.last_forecast
         if as_data:
-            return None if forecast is None else forecast.as_data()
-        print(
-            "\n".join(
-                forecast_lines(forecast, session.last_unforeseen, session.last_forecast_stopped)
-            )
-        )
+            if kept is None or kept.forecast is None:
+                return None
+            return {**kept.forecast.as_data(), "execution_count": kept.execution_count}
+        print("\n".join(kept_forecast_lines(kept, session.last_cell_fitted)))
         return None
 
     def guard_options(self, line: str, cell: str | None = None) -> GuardOptions:

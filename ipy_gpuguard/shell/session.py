@@ -15,7 +15,7 @@ from ..cards import CardParts, base_card, search_card, with_parts
 from ..diagnosis import Diagnosis, Kind
 from ..protocol import Action, ActionResult, Card, RunningCell
 from ..record import PanelView, Reclaimed, device_series
-from ..record.forecast import Forecast, Unforeseen
+from ..record.forecast import KeptForecast
 from ..retry import (
     BatchMemory,
     BeforeTheSearch,
@@ -156,14 +156,15 @@ class GuardSession:
         self._backend: DeviceBackend | None = None
         self._backend_lock = threading.Lock()
         self._active: (
-            tuple[int, GuardedRun, GuardOptions, str, str | None, FitWatch | None] | None
+            tuple[int, GuardedRun, GuardOptions, str, str | None, int | None, FitWatch | None]
+            | None
         ) = None
         self.last_failure: Kind | None = None
         self.last_run: GuardedRun | None = None  # the last guarded cell's, once it has ended
         #: The last guarded fit's forecast (``%gpuguard forecast``), kept past cells without one.
-        self.last_forecast: Forecast | None = None
-        self.last_unforeseen: Unforeseen | None = None  # why the last fit had none
-        self.last_forecast_stopped: str | None = None  # the guard's error that stopped it
+        self.last_forecast: KeptForecast | None = None
+        #: The last guarded cell ran a fit the guard saw: its forecast is the one kept.
+        self.last_cell_fitted = True
 
     @property
     def backend(self) -> DeviceBackend:
@@ -277,7 +278,7 @@ class GuardSession:
             first = next((line.strip() for line in cell.splitlines()[1:] if line.strip()), "")
             self.state_file.cell_started(RunningCell(cell_id, execution_count, first))
         run.start()
-        self._active = (key, run, options, cell, cell_id, watch)
+        self._active = (key, run, options, cell, cell_id, execution_count, watch)
 
     def _stall_shown(
         self, cell_id: str | None, execution_count: int | None
@@ -313,19 +314,21 @@ class GuardSession:
         ``ended_with``: the type of the exception it raised (``None``: it did not)."""
         if self._active is None or (key is not None and self._active[0] != key):
             return None
-        _, run, options, cell, cell_id, watch = self._active
+        _, run, options, cell, cell_id, execution_count, watch = self._active
         self._active = None
         self.last_run = run
         view = run.finish(ended_with)
         forecaster = run.forecaster
-        if any(
+        self.last_cell_fitted = any(
             said is not None
             for said in (forecaster.forecast, forecaster.unforeseen, forecaster.error)
-        ):
-            self.last_forecast = forecaster.forecast  # a cell with no fit keeps the last fit's
-            self.last_unforeseen = forecaster.unforeseen
-            self.last_forecast_stopped = (
-                None if forecaster.forecast is not None else forecaster.error
+        )
+        if self.last_cell_fitted:  # a cell with no fit keeps the last fit's
+            self.last_forecast = KeptForecast(
+                forecaster.forecast,
+                forecaster.unforeseen,
+                None if forecaster.forecast is not None else forecaster.error,
+                execution_count,
             )
         return FinishedCell(run, view, options, cell, cell_id, watch)
 

@@ -142,11 +142,12 @@ def test_a_forecast_the_guard_failed_to_make_is_said_in_one_line_not_the_last_ce
 ):
     """The guard's own error stops the forecast of this cell's fit: the command then says so,
     never the forecast of an earlier cell as though it were this fit's."""
-    from ipy_gpuguard.record.forecast import Basis, Forecast
+    from ipy_gpuguard.record.forecast import Basis, Forecast, KeptForecast
     from ipy_gpuguard.shell.guarded_run import GuardedRun
 
     guard = shell.magics_manager.registry["GPUGuardMagics"]
-    guard.session.last_forecast = Forecast(16, 2**20, 8 << 30, 4096, Basis.MEASURED, 2)
+    earlier = Forecast(16, 2**20, 8 << 30, 4096, Basis.MEASURED, 2)
+    guard.session.last_forecast = KeptForecast(earlier, execution_count=1)
 
     def fails(run: GuardedRun) -> None:
         raise ValueError("the bindings misread the device\nsecond line of the message")
@@ -161,6 +162,56 @@ def test_a_forecast_the_guard_failed_to_make_is_said_in_one_line_not_the_last_ce
         "No forecast for the last guarded fit: the guard's forecast stopped "
         "(ValueError: the bindings misread the device).\n"
     )
+
+
+UNSEEN_FIT = """
+import json, sys
+sys.path.insert(0, {root!r})
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+shell.run_line_magic("load_ext", "ipy_gpuguard")
+shell.run_cell({setup!r}, store_history=True)
+shell.run_cell("%%gpuguard --interval 0.05\\nmodel.fit" + {fit!r}, store_history=True)
+print("FITTED", shell.execution_count - 1)
+shell.run_cell("listed = keras.callbacks.CallbackList([], model=model, add_history=True)",
+               store_history=True)
+shell.run_cell("%%gpuguard --interval 0.05\\n"
+               "model.fit(x, y, batch_size=128, epochs=1, verbose=0, callbacks=listed)",
+               store_history=True)
+print("FORECAST-JSON", json.dumps(shell.run_line_magic("gpuguard", "forecast --json")))
+shell.run_line_magic("gpuguard", "forecast")
+"""
+
+
+@pytest.mark.tensorflow
+def test_a_fit_the_guard_did_not_see_is_not_given_an_earlier_cells_forecast():
+    """A ``CallbackList`` built before the cell is used by ``fit`` as given, without the
+    guard's heartbeat: the guard sees no fit. The last forecast then says whose it is, never
+    passing as this cell's (it was given as the fit's at batch 64 under a fit at 128)."""
+    env = {
+        **os.environ,
+        "GPUGUARD_SIMULATE": "8GiB",
+        "TF_CPU_ALLOCATOR_USE_BFC": "true",
+        "TF_ENABLE_ONEDNN_OPTS": "0",
+        "KERAS_BACKEND": "tensorflow",
+    }
+    setup, fit = FIT_ON_ARRAYS.rsplit("model.fit", 1)
+    script = textwrap.dedent(UNSEEN_FIT).format(root=str(ROOT), setup=setup, fit=fit)
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=240
+    )
+    out = run.stdout
+    fitted = int(out.split("FITTED ", 1)[1].split()[0]) if "FITTED " in out else None
+    (line,) = [line for line in out.splitlines() if line.startswith("FORECAST-JSON ")]
+    data = json.loads(line.removeprefix("FORECAST-JSON "))
+    assert data is not None, out[-2000:] + run.stderr[-2000:]
+    assert (data["batch_size"], data["execution_count"]) == (64, fitted)
+    said = out[out.index("FORECAST-JSON") :].splitlines()[1:]
+    assert said[0] == (
+        "The last guarded cell ran no fit the guard saw (a fit given a CallbackList built "
+        f"before its cell is not seen); the last guarded fit is of In [{fitted}]:"
+    )
+    assert said[1].startswith("Forecast (measured, at step 2): peak ")
 
 
 def test_forecast_takes_no_value(shell):
