@@ -86,7 +86,7 @@ _FRAMEWORK_WORDS: tuple[tuple[Framework, re.Pattern[str]], ...] = tuple(
         (
             Framework.TENSORFLOW,
             r"\bTensorFlow\b|(?<!org_tensorflow/)\btensorflow/(?:core|compiler|python|stream_executor)"
-            r"|/job:\w+/replica:\d+|\bGPU_\d+_bfc\b|\bTF_(?!CPP_)[A-Z_]{4,}|\btfdml_plugin"
+            r"|/job:\w+/replica:\d+|\bTF_(?!CPP_)[A-Z_]{4,}|\btfdml_plugin"
             r"|\b(?:ResourceExhausted|InvalidArgument|FailedPrecondition)Error\b",
         ),
         (Framework.KERAS, r"\bKeras\b"),

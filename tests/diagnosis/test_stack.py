@@ -42,6 +42,34 @@ def test_jaxlibs_copy_of_tensorflows_tree_is_not_tensorflow():
     assert stack_of_text([line]).frameworks == {Framework.JAX}
 
 
+#: XLA's allocator on a GPU, as JAX logs it (flatironinstitute/nemos#345): the same BFC
+#: allocator, and the same name, as TensorFlow's.
+XLA_BFC_LINE = (
+    "2025-05-18 21:59:57.340116: W external/xla/xla/tsl/framework/bfc_allocator.cc:512] "
+    "Allocator (GPU_0_bfc) ran out of memory trying to allocate 3.37GiB (rounded to "
+    "3620864000)requested by op "
+)
+
+
+def test_the_gpu_allocators_name_is_not_tensorflows_alone():
+    assert Framework.TENSORFLOW not in stack_of_text([XLA_BFC_LINE]).frameworks
+
+
+def test_a_jax_out_of_memory_error_with_its_allocators_log_gets_no_tensorflow_advice():
+    """The allocator's line named TensorFlow: a JAX card said to set ``TF_GPU_ALLOCATOR``."""
+    raised = type("JaxRuntimeError", (RuntimeError,), {"__module__": "jax.errors"})
+    error = raised(
+        "RESOURCE_EXHAUSTED: Failed to load in-memory CUBIN (compiled for a different GPU?).: "
+        "CUDA_ERROR_OUT_OF_MEMORY: out of memory"  # iit-DLSLab/mpx#11
+    )
+    devices = (DeviceMemory(0, "NVIDIA A100-SXM4-40GB", 40 << 30),)
+    context = Context(log_lines=(XLA_BFC_LINE,), devices=devices, frameworks=frozenset())
+    said = diagnose(error, context)
+    steps = " ".join(step for remedy in said.remedies for step in remedy.steps)
+    assert "XLA_PYTHON_CLIENT_PREALLOCATE" in steps
+    assert "TF_" not in steps and "TensorFlow" not in steps
+
+
 @pytest.mark.parametrize(
     ("text", "vendor"),
     [
