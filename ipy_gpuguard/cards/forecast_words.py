@@ -83,6 +83,10 @@ UNFORESEEN = {
         "peak is unknown"
     ),
     Unforeseen.FIT_UNREAD: "the guard could not read its fit's arguments (its model was unknown)",
+    Unforeseen.SAMPLES_DIFFER: (
+        "its samples differ in size (texts, ragged tensors, arrays of objects), so what a step "
+        "needs depends on the samples its batch holds, not on the batch size alone"
+    ),
     Unforeseen.OTHER_ALLOCATOR: (
         "the allocator the guard reads is another framework's than the one Keras trains in "
         "(TensorFlow's, imported for tf.data, beside Keras on JAX), so the steps' peak is unknown"
@@ -101,8 +105,9 @@ def kept_forecast_lines(kept: KeptForecast | None, last_cell_fitted: bool) -> tu
         return lines
     cell = "an earlier cell" if kept.execution_count is None else f"In [{kept.execution_count}]"
     return (
-        "The last guarded cell ran no fit the guard saw (a fit given a CallbackList built "
-        f"before its cell is not seen); the last guarded fit is of {cell}:",
+        "The last guarded cell ran no fit the guard saw (a fit that failed before its first "
+        "step, or one given a CallbackList built before its cell, is not seen); the last "
+        f"guarded fit is of {cell}:",
         *lines,
     )
 

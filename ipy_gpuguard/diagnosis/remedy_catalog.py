@@ -1187,7 +1187,7 @@ _DATA_REMEDIES = (
         "Cast the data to the model's dtype",
         "NumPy creates float64 by default; Keras layers compute in float32.",
         steps=('x = x.astype("float32") (NumPy) or tf.cast(x, tf.float32).',),
-        frameworks=TF_KERAS,
+        frameworks=TENSORFLOW,
     ),
     Remedy(
         "cast_dtype",
@@ -1212,7 +1212,18 @@ _DATA_REMEDIES = (
             "a column that will not convert holds text or missing values: encode or drop it;",
             "ragged rows: pad them (keras.utils.pad_sequences) or use tf.ragged.constant.",
         ),
-        frameworks=TF_KERAS,
+        frameworks=TENSORFLOW,
+    ),
+    Remedy(
+        "numeric_array",
+        "Make the array numeric",
+        "An array of dtype object holds Python values of mixed types or lengths (a DataFrame "
+        "column of strings, ragged lists); a model's tensors need one numeric dtype.",
+        steps=(
+            'x = np.asarray(x).astype("float32"), or df.to_numpy(dtype="float32") for a DataFrame;',
+            "a column that will not convert holds text or missing values: encode or drop it;",
+            "ragged rows: pad them to one length first.",
+        ),
     ),
     Remedy(
         "pad_batches",
@@ -1223,7 +1234,7 @@ _DATA_REMEDIES = (
             "or pad: ds.padded_batch(batch_size) for sequences of different lengths;",
             "or keep them ragged: ds.ragged_batch(batch_size).",
         ),
-        frameworks=TF_KERAS,
+        frameworks=TENSORFLOW,
     ),
     Remedy(
         "pad_batches",

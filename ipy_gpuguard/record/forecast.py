@@ -28,6 +28,7 @@ class Unforeseen(str, Enum):
     OTHER_WORK = "other_work"  # a fit a callback ran inside it before its first step ended
     FIT_UNREAD = "fit_unread"  # the fit's arguments could not be read (its model unknown)
     OTHER_ALLOCATOR = "other_allocator"  # the allocator read is not the one Keras trains in
+    SAMPLES_DIFFER = "samples_differ"  # texts, ragged rows: a step's memory follows its samples
 
 
 @dataclass(frozen=True)

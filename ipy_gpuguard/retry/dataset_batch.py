@@ -115,6 +115,20 @@ def _batching_dataset(data: Any) -> tuple[Any, frozenset[str]] | None:
     return None
 
 
+def dataset_samples_alike(data: Any) -> bool:
+    """A ``tf.data`` pipeline's elements hold no texts and no ragged rows, whose sizes differ
+    from sample to sample; true of anything else (a pipeline's other shapes are checked where
+    its batch is read)."""
+    tensorflow = sys.modules.get("tensorflow")
+    if tensorflow is None or not _of_tf_data(data):
+        return True
+    specs = tensorflow.nest.flatten(data.element_spec)  # TensorFlow's class: its property
+    return not any(
+        type(spec).__name__ == "RaggedTensorSpec" or spec.dtype == tensorflow.string
+        for spec in specs
+    )
+
+
 def _of_tf_data(dataset: Any) -> bool:
     """The dataset's class is TensorFlow's own, read from the class's own dictionary."""
     module = class_dict(type(dataset)).get("__module__")
@@ -122,9 +136,10 @@ def _of_tf_data(dataset: Any) -> bool:
 
 
 def _one_shape(dataset: Any, size: int, whole: bool) -> bool:
-    """Every element of the pipeline has fixed dimensions but the batch's, and a batch
-    dimension that is fixed is ``size``; where every batch is ``whole`` (``drop_remainder``),
-    it is fixed: one that a later ``map`` left unknown may have lost samples (a mask)."""
+    """Every element of the pipeline has fixed dimensions but the batch's and holds no texts
+    (whose lengths differ), and a batch dimension that is fixed is ``size``; where every batch
+    is ``whole`` (``drop_remainder``), it is fixed: one that a later ``map`` left unknown may
+    have lost samples (a mask)."""
     tensorflow = sys.modules.get("tensorflow")
     if tensorflow is None:
         return False
@@ -132,6 +147,8 @@ def _one_shape(dataset: Any, size: int, whole: bool) -> bool:
     for spec in specs:
         if type(spec).__name__ != "TensorSpec" or not spec.shape.rank:
             return False  # ragged, sparse, or a step of scalars
+        if spec.dtype == tensorflow.string:
+            return False  # texts of any length: a model that pads them pads each batch anew
         if not spec.shape[1:].is_fully_defined():
             return False
         batch = spec.shape[0]

@@ -27,7 +27,7 @@ from ..record.failure import in_one_line
 from ..record.forecast import Basis, Capacity, Forecast, Unforeseen
 from ..watchdog.keras_hooks import STEPS_TOLD
 from .compiled_step import keras_on_jax, keras_only, step_need_bytes
-from .dataset_batch import dataset_batch_size
+from .dataset_batch import dataset_batch_size, dataset_samples_alike
 from .forecast import (
     MemoryLine,
     compiled_line,
@@ -35,8 +35,14 @@ from .forecast import (
     project_growth,
 )
 from .layer_outputs import largest_activation_bytes
-from .measure import samples_of
-from .own_attributes import class_dict, classes_of, replicas_of
+from .measure import arrays_of, samples_of
+from .own_attributes import (
+    class_dict,
+    classes_of,
+    library_attribute,
+    qualified_name,
+    replicas_of,
+)
 
 #: The training step at whose end the allocator's peak is read: the first traces and compiles
 #: the step, the second runs it as every later step will.
@@ -148,6 +154,9 @@ class FitForecaster:
     def _begin(self, model: Any, arguments: Mapping[str, Any]) -> None:
         if "x" not in arguments:
             self.unforeseen = Unforeseen.FIT_UNREAD
+            return
+        if not samples_alike(arguments.get("x")):
+            self.unforeseen = Unforeseen.SAMPLES_DIFFER
             return
         batch = fit_batch_size(arguments)
         if batch is None:
@@ -352,6 +361,29 @@ def fit_batch_size(arguments: Mapping[str, Any]) -> int | None:
         return dataset_batch_size(x)
     batch = _whole(arguments.get("batch_size"))
     return min(batch if batch is not None and batch > 0 else KERAS_DEFAULT_BATCH, samples)
+
+
+#: NumPy's kinds of dtype whose items differ in size: objects, byte and unicode strings, voids.
+_UNEVEN_KINDS = frozenset("OSUV")
+
+
+def samples_alike(x: Any) -> bool:
+    """Every sample of ``x`` (arrays, or a ``tf.data`` pipeline) takes the same memory in a
+    step: none holds texts (a model that vectorises them pads each batch to its longest),
+    ragged rows or objects. True for data that batches itself in code, which has no forecast
+    anyway."""
+    arrays = arrays_of(x)
+    if arrays is None:
+        return dataset_samples_alike(x)
+    for array in arrays:
+        if qualified_name(type(array)).endswith(".RaggedTensor"):
+            return False
+        dtype = library_attribute(array, "dtype")
+        kind = library_attribute(dtype, "kind")  # NumPy's dtype
+        name = library_attribute(dtype, "name")  # TensorFlow's DType
+        if kind in _UNEVEN_KINDS or name == "string":
+            return False
+    return True
 
 
 #: The allocator each of Keras 3's backends trains in, by the module of the trainer class every

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .outcome import RunOutcome
+from .own_attributes import library_attribute
 from .state import KeptState
 
 #: Training steps a probe runs after the first (which traces the step function).
@@ -67,15 +68,24 @@ class FitCall:
 def samples_of(*parts: Any) -> int | None:
     """The number of samples of arrays (or nested lists, tuples and dicts of arrays) that all
     have the same first dimension; ``None`` for data that batches itself."""
-    leaves: list[Any] = []
-    for part in parts:
-        if part is not None and not _collect(part, leaves):
-            return None
+    leaves = arrays_of(*parts)
+    if leaves is None:
+        return None
     lengths = {_first_dimension(leaf) for leaf in leaves}
     if len(lengths) != 1 or None in lengths:
         return None
     (length,) = lengths
     return length
+
+
+def arrays_of(*parts: Any) -> list[Any] | None:
+    """The arrays of array libraries that ``parts`` (arrays, or nested lists, tuples and dicts
+    of them) hold; ``None`` where any part holds something else (data that batches itself)."""
+    leaves: list[Any] = []
+    for part in parts:
+        if part is not None and not _collect(part, leaves):
+            return None
+    return leaves
 
 
 def _collect(data: Any, leaves: list[Any]) -> bool:
@@ -90,7 +100,9 @@ def _collect(data: Any, leaves: list[Any]) -> bool:
 
 
 def _first_dimension(array: Any) -> int | None:
-    shape = getattr(array, "shape", None)
+    """The length of an array library's array; ``None`` for anything else, whose ``shape``
+    (a property of the person's, their ``__getattr__``) the guard must not run."""
+    shape = library_attribute(array, "shape")
     try:
         first = shape[0] if shape is not None and len(shape) > 0 else None
     except TypeError:

@@ -40,6 +40,35 @@ def class_dict(klass: type) -> Mapping[str, Any]:
     return type.__dict__["__dict__"].__get__(klass)  # type: ignore[no-any-return]
 
 
+def qualified_name(klass: type) -> str:
+    """``module.QualName`` of ``klass``, read through ``type``'s own descriptors: a class
+    written in C (NumPy's ``ndarray``) keeps its module in its name, not in its dictionary."""
+    module = type.__dict__["__module__"].__get__(klass)
+    return f"{module}.{type.__dict__['__qualname__'].__get__(klass)}"
+
+
+#: The libraries whose arrays the guard reads the ``shape`` and ``dtype`` of: their code, not
+#: the person's, answers.
+ARRAY_LIBRARIES = frozenset({"numpy", "tensorflow", "jax", "jaxlib", "torch", "scipy", "pandas"})
+
+
+def library_attribute(value: Any, name: str) -> Any:
+    """``value``'s attribute ``name`` where the class that defines it is of one of
+    :data:`ARRAY_LIBRARIES` (an array's ``shape``), read through that class's own descriptor;
+    ``None`` where a class of the person's defines it (a property that may run anything and
+    raise), or no class does (their ``__getattr__`` would answer)."""
+    for klass in classes_of(value):
+        attributes = class_dict(klass)
+        if name not in attributes:
+            continue
+        if qualified_name(klass).partition(".")[0] not in ARRAY_LIBRARIES:
+            return None
+        attribute = attributes[name]
+        getter = getattr(type(attribute), "__get__", None)
+        return getter(attribute, value, klass) if getter is not None else attribute
+    return None
+
+
 def replicas_of(model: Any) -> int:
     """The replicas a ``tf.distribute`` strategy splits the model's batches across (1 without
     one): under ``MirroredStrategy`` the batch in the cell is the global batch.

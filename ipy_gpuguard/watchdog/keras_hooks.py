@@ -18,6 +18,7 @@ import contextlib
 import functools
 import importlib.abc
 import inspect
+import logging
 import sys
 import threading
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
@@ -26,6 +27,8 @@ from types import FrameType, ModuleType
 from typing import Any, Protocol
 
 from .progress import StepRecorder
+
+log = logging.getLogger(__name__)
 
 #: Keras 3 (which ``tf.keras`` is since TensorFlow 2.16), and Keras 2 as the ``tf_keras`` package.
 KERAS_MODULES = ("keras", "tf_keras")
@@ -61,26 +64,33 @@ class FitWatcher(Protocol):
 
 
 class FitWatchers:
-    """Several watchers of the same ``fit`` calls, told in order: a search's and the forecast's."""
+    """Several watchers of the same ``fit`` calls, told in order: a search's and the forecast's.
+
+    They are told from inside the person's ``fit``: an error of a watcher's (the guard's own)
+    is logged and goes no further, never into the person's ``except`` or traceback.
+    """
 
     def __init__(self, watchers: Sequence[FitWatcher | None]) -> None:
         self._watchers = tuple(watcher for watcher in watchers if watcher is not None)
 
     def fit_began(self, model: Any, arguments: Mapping[str, Any], epoch_steps: int | None) -> None:
-        for watcher in self._watchers:
-            watcher.fit_began(model, arguments, epoch_steps)
+        self._tell("fit_began", model, arguments, epoch_steps)
 
     def fit_ended(self, model: Any) -> None:
-        for watcher in self._watchers:
-            watcher.fit_ended(model)
+        self._tell("fit_ended", model)
 
     def step_ended(self, model: Any, step: int) -> None:
-        for watcher in self._watchers:
-            watcher.step_ended(model, step)
+        self._tell("step_ended", model, step)
 
     def epoch_ended(self, model: Any, epoch: int) -> None:
+        self._tell("epoch_ended", model, epoch)
+
+    def _tell(self, what: str, *args: Any) -> None:
         for watcher in self._watchers:
-            watcher.epoch_ended(model, epoch)
+            try:
+                getattr(watcher, what)(*args)
+            except Exception:  # the guard's own: never the person's fit's
+                log.info("a watcher of the cell's fit failed in %s", what, exc_info=True)
 
 
 class KerasHooks:

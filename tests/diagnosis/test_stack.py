@@ -67,7 +67,8 @@ def test_a_jax_out_of_memory_error_with_its_allocators_log_gets_no_tensorflow_ad
     said = diagnose(error, context)
     steps = " ".join(step for remedy in said.remedies for step in remedy.steps)
     assert "XLA_PYTHON_CLIENT_PREALLOCATE" in steps
-    assert "TF_" not in steps and "TensorFlow" not in steps
+    assert "TF_" not in steps
+    assert "TensorFlow" not in steps
 
 
 @pytest.mark.parametrize(
@@ -129,3 +130,32 @@ def test_a_directml_error_never_gets_advice_that_removes_its_tensorflow_cpu():
     remedy = resolved("install_gpu_tensorflow", {}, None, directml)
     assert remedy is not None
     assert remedy.id == "keep_directml_tensorflow"
+
+
+#: Keras 3 on PyTorch, fed by a ``DataLoader`` whose items differ in shape.
+KERAS_ON_TORCH_DATA = """Traceback (most recent call last):
+  File "/tmp/ipykernel_42/1.py", line 1, in <module>
+    model.fit(loader, epochs=3)
+  File "/usr/lib/python3.11/site-packages/keras/src/utils/traceback_utils.py", line 122, in error_handler
+    raise e.with_traceback(filtered_tb) from None
+  File "/usr/lib/python3.11/site-packages/torch/utils/data/_utils/collate.py", line 271, in collate_tensor_fn
+    return torch.stack(batch, 0, out=out)
+RuntimeError: stack expects each tensor to be equal size, but got [3, 224, 224] at entry 0 and [3, 256, 256] at entry 1
+"""
+
+
+def test_keras_on_pytorch_gets_its_data_pipelines_advice_not_tf_datas():
+    """The person writes Keras, but their data is PyTorch's: Keras' spelling of a data remedy
+    was TensorFlow's (``ds.map(tf.image.resize)``, ``tf.cast``)."""
+    steps = " ".join(
+        step for remedy in diagnose(KERAS_ON_TORCH_DATA).remedies for step in remedy.steps
+    )
+    assert "collate_fn" in steps
+    assert "tf." not in steps
+    cast = diagnose(
+        KERAS_ON_TORCH_DATA.rsplit("RuntimeError", 1)[0]
+        + "RuntimeError: expected scalar type Float but found Double\n"
+    )
+    cast_steps = " ".join(step for remedy in cast.remedies for step in remedy.steps)
+    assert "x.float()" in cast_steps
+    assert "tf.cast" not in cast_steps

@@ -10,7 +10,7 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from ipy_gpuguard.record.forecast import Capacity, Unforeseen  # noqa: E402
-from ipy_gpuguard.retry.dataset_batch import dataset_batch_size  # noqa: E402
+from ipy_gpuguard.retry.dataset_batch import dataset_batch_size, dataset_samples_alike  # noqa: E402
 from ipy_gpuguard.retry.fit_forecast import FitForecaster, fit_batch_size  # noqa: E402
 
 pytestmark = pytest.mark.tensorflow
@@ -143,3 +143,14 @@ def test_fit_is_forecast_at_its_pipelines_batch_not_its_batch_size_argument():
     generator = FitForecaster(lambda: Capacity(2048 * MiB), lambda: MiB, lambda: MiB)
     generator.fit_began(object(), {"x": samples().batch(4).unbatch()}, None)
     assert generator.unforeseen is Unforeseen.DATA_BATCHES_ITSELF
+
+
+def test_texts_and_ragged_rows_differ_from_sample_to_sample():
+    texts = tf.data.Dataset.from_tensor_slices((["a", "b c"], [0.0, 1.0]))
+    ragged = tf.data.Dataset.from_tensor_slices(tf.ragged.constant([[1.0], [2.0, 3.0]]))
+    numbers = tf.data.Dataset.from_tensor_slices(np.zeros((4, 3), "float32"))
+    assert not dataset_samples_alike(texts.batch(2))
+    assert not dataset_samples_alike(ragged.batch(2))
+    assert dataset_samples_alike(numbers.batch(2))
+    assert dataset_batch_size(texts.batch(2)) is None
+    assert dataset_samples_alike([np.zeros(3)])  # not a pipeline

@@ -11,7 +11,7 @@ import pytest
 
 from ipy_gpuguard.cards.forecast_words import forecast_lines
 from ipy_gpuguard.record.forecast import Basis, Capacity, Unforeseen
-from ipy_gpuguard.retry.fit_forecast import MEASURED_AFTER, FitForecaster
+from ipy_gpuguard.retry.fit_forecast import MEASURED_AFTER, FitForecaster, samples_alike
 from ipy_gpuguard.retry.forecast import MEASURED_HEADROOM
 from ipy_gpuguard.watchdog.progress import StepRecorder
 
@@ -434,3 +434,12 @@ def test_a_compiled_forecast_never_projects_growth_from_another_frameworks_alloc
     forecast = forecaster.look()
     assert forecast is not None
     assert forecast.growth is None
+
+
+def test_arrays_of_texts_or_objects_have_samples_of_different_sizes():
+    numbers = np.zeros((4, 3), "float32")
+    assert samples_alike(numbers)
+    assert samples_alike({"image": numbers, "label": np.arange(4)})
+    assert not samples_alike(np.array(["short", "a much longer text"]))
+    assert not samples_alike([numbers, np.array([[1], [2, 3]], dtype=object)])
+    assert not samples_alike(np.array([b"bytes", b"more bytes"]))

@@ -208,8 +208,9 @@ def test_a_fit_the_guard_did_not_see_is_not_given_an_earlier_cells_forecast():
     assert (data["batch_size"], data["execution_count"]) == (64, fitted)
     said = out[out.index("FORECAST-JSON") :].splitlines()[1:]
     assert said[0] == (
-        "The last guarded cell ran no fit the guard saw (a fit given a CallbackList built "
-        f"before its cell is not seen); the last guarded fit is of In [{fitted}]:"
+        "The last guarded cell ran no fit the guard saw (a fit that failed before its first "
+        "step, or one given a CallbackList built before its cell, is not seen); the last "
+        f"guarded fit is of In [{fitted}]:"
     )
     assert said[1].startswith("Forecast (measured, at step 2): peak ")
 

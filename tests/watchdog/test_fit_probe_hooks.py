@@ -4,7 +4,7 @@ keeps Keras' callbacks asynchronous, hears no step for it, and never raises into
 from __future__ import annotations
 
 from ipy_gpuguard.retry.probe import FitWatch
-from ipy_gpuguard.watchdog.keras_hooks import heartbeat_callback_class
+from ipy_gpuguard.watchdog.keras_hooks import FitWatchers, heartbeat_callback_class
 from ipy_gpuguard.watchdog.progress import StepRecorder
 
 
@@ -27,3 +27,23 @@ def test_a_watch_keeps_keras_asynchronous_and_notes_each_fit_begun_and_ended():
     assert watch.one_batch
     heartbeat.on_train_end()
     assert watch.all_ended
+
+
+def test_a_watchers_own_error_never_reaches_the_persons_fit():
+    """A watcher runs inside the person's ``fit``: an error of the guard's there went into
+    their ``except``. The watchers after it are still told."""
+
+    class Failing:
+        def fit_began(self, model, arguments, epoch_steps):
+            raise NotImplementedError("the guard's own")
+
+        fit_ended = step_ended = epoch_ended = fit_began
+
+    watch = FitWatch()
+    heartbeat = heartbeat_callback_class(Callback)(StepRecorder(), FitWatchers((Failing(), watch)))
+    heartbeat.model, heartbeat.params = object(), {"steps": 3}
+    heartbeat.on_train_begin()
+    heartbeat.on_train_batch_end(0)
+    heartbeat.on_epoch_end(0)
+    heartbeat.on_train_end()
+    assert (watch.began, watch.all_ended) == (1, True)
