@@ -22,11 +22,15 @@ def forecast_line(forecast: Forecast) -> str:
             f"{made}: this step needs {peak}, the device has {capacity}{_others(forecast)}: it "
             f"will run out of memory{would}."
         )
-    fits = (
-        f"; the largest batch that fits ≈ {largest}"
-        if largest
-        else "; the largest batch that fits cannot be told"
-    )
+    if forecast.beyond_reach:
+        fits = (
+            f"; batch {largest} fits ({largest // forecast.batch_size}× this one), and more may: "
+            "a line through one batch size tells no further"
+        )
+    elif largest:
+        fits = f"; the largest batch that fits ≈ {largest}"
+    else:
+        fits = "; the largest batch that fits cannot be told"
     return (
         f"{made}: peak {peak} of {capacity}{_others(forecast)} at batch "
         f"{forecast.batch_size}{fits}."

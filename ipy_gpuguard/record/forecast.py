@@ -66,6 +66,9 @@ class Forecast:
     held_by_others_bytes
         What other processes held of the device as the fit began, which the capacity leaves
         out: 0 where none did, or where they could not be told from this process.
+    beyond_reach
+        More than ``largest_batch`` may fit, but a line through the one size measured tells
+        no further (:data:`~ipy_gpuguard.retry.forecast.MEASURED_REACH`).
     """
 
     batch_size: int
@@ -76,6 +79,7 @@ class Forecast:
     step: int
     growth: Growth | None = None
     held_by_others_bytes: int = 0
+    beyond_reach: bool = False
 
     @property
     def fits(self) -> bool:

@@ -49,6 +49,13 @@ HEADROOM = 0.08
 #: trained), each needing 8-10% where 6% was kept (``bench/forecast.py --in-process``). In a
 #: fresh process 6% was enough for all 57 forecasts of the bench (three limits).
 MEASURED_HEADROOM = 0.10
+#: How many times the measured batch a measured line's largest batch may be. Memory that grows
+#: faster than the batch lies on no line: a contrastive loss compares every pair of a batch's
+#: samples, and its line through batch 256 promised 241,633 where 10,000 ran out of memory
+#: (under 512 MiB). Its square term, small at the measured batch, is 64 times that at 8 times
+#: the batch, where the line has grown 8 times; a forecast from a quarter of the largest batch,
+#: as the bench makes them, reaches 4 times.
+MEASURED_REACH = 8
 #: Epochs of steady growth a projection needs before it names the epoch that fills the device.
 GROWTH_EPOCHS = 3
 #: Sizes above the cell's at which the compiled forecast may ask XLA to check its largest batch.
@@ -114,16 +121,19 @@ def forecast_from_line(
     step: int,
     largest_batch: int | None = None,
 ) -> Forecast:
-    """The forecast at ``batch``; its largest batch is the line's unless one was checked."""
+    """The forecast at ``batch``; its largest batch is the line's unless one was checked, and
+    a measured line's reaches no further than :data:`MEASURED_REACH` times the batch."""
+    largest = line.largest_batch(capacity_bytes) if largest_batch is None else largest_batch
+    reach = MEASURED_REACH * batch if basis is Basis.MEASURED else None
+    beyond_reach = reach is not None and largest > reach
     return Forecast(
         batch_size=batch,
         peak_bytes=line.peak_at(batch),
         capacity_bytes=capacity_bytes,
-        largest_batch=line.largest_batch(capacity_bytes)
-        if largest_batch is None
-        else largest_batch,
+        largest_batch=reach if beyond_reach else largest,
         basis=basis,
         step=step,
+        beyond_reach=beyond_reach,
     )
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ipy_gpuguard.cards.forecast_words import forecast_lines
-from ipy_gpuguard.record.forecast import Basis, Capacity, Unforeseen
+from ipy_gpuguard.record.forecast import Basis, Capacity, Forecast, Unforeseen
 from ipy_gpuguard.retry.fit_forecast import MEASURED_AFTER, FitForecaster, samples_alike
 from ipy_gpuguard.retry.forecast import MEASURED_HEADROOM
 from ipy_gpuguard.watchdog.progress import StepRecorder
@@ -47,15 +47,15 @@ def test_the_capacity_is_read_as_the_fit_begins_when_the_allocator_is_set_up():
         read_peak=peak_of_the_steps(steps, 200 * MiB),
         read_held=lambda: 10 * MiB,
     )
-    capacity["bytes"] = Capacity(2048 * MiB)  # the pool, set up by the person's first arrays
+    capacity["bytes"] = Capacity(1024 * MiB)  # the pool, set up by the person's first arrays
     model = Model()
     fit(forecaster, steps, model)
     forecast = forecaster.look()
     assert forecast is not None
     assert forecast.basis is Basis.MEASURED
-    assert forecast.capacity_bytes == 2048 * MiB
+    assert forecast.capacity_bytes == 1024 * MiB
     per_sample = (200 - 10) * MiB / 64
-    assert forecast.largest_batch == int((2048 - 10) * MiB * (1 - MEASURED_HEADROOM) // per_sample)
+    assert forecast.largest_batch == int((1024 - 10) * MiB * (1 - MEASURED_HEADROOM) // per_sample)
 
 
 def test_the_fixed_part_is_what_the_allocator_holds_between_steps_without_the_gradients():
@@ -69,7 +69,7 @@ def test_the_fixed_part_is_what_the_allocator_holds_between_steps_without_the_gr
 
     steps = StepRecorder()
     forecaster = FitForecaster(
-        lambda: Capacity(2048 * MiB),
+        lambda: Capacity(512 * MiB),
         read_peak=peak_of_the_steps(steps, 100 * MiB),
         read_held=lambda: 20 * MiB,
     )
@@ -77,7 +77,7 @@ def test_the_fixed_part_is_what_the_allocator_holds_between_steps_without_the_gr
     forecast = forecaster.look()
     assert forecast is not None
     per_sample = (100 - 20) * MiB / 64
-    assert forecast.largest_batch == int((2048 - 20) * MiB * (1 - MEASURED_HEADROOM) // per_sample)
+    assert forecast.largest_batch == int((512 - 20) * MiB * (1 - MEASURED_HEADROOM) // per_sample)
 
 
 def test_what_other_processes_hold_is_read_with_the_capacity_and_said():
@@ -443,3 +443,12 @@ def test_arrays_of_texts_or_objects_have_samples_of_different_sizes():
     assert not samples_alike(np.array(["short", "a much longer text"]))
     assert not samples_alike([numbers, np.array([[1], [2, 3]], dtype=object)])
     assert not samples_alike(np.array([b"bytes", b"more bytes"]))
+
+
+def test_a_forecast_beyond_its_reach_says_more_may_fit():
+    forecast = Forecast(256, 4 << 20, 512 << 20, 2048, Basis.MEASURED, 2, beyond_reach=True)
+    (line,) = forecast_lines(forecast)
+    assert line.endswith(
+        "at batch 256; batch 2048 fits (8× this one), and more may: a line through one batch "
+        "size tells no further."
+    )

@@ -9,6 +9,7 @@ from ipy_gpuguard.record.forecast import Basis, Growth
 from ipy_gpuguard.retry.forecast import (
     COMPILED_CHECKS,
     HEADROOM,
+    MEASURED_REACH,
     MemoryLine,
     compiled_line,
     forecast_from_line,
@@ -139,6 +140,21 @@ def test_the_forecast_says_whether_the_cells_batch_fits_and_gives_its_fields():
     assert data["step"] == 0
     assert data["peak_bytes"] == 10 * 1024 * MiB
     assert data["fills_at_epoch"] is None
+
+
+def test_a_measured_line_reaches_no_further_than_a_few_times_its_batch():
+    """A contrastive loss's memory grows with the square of the batch: its line through batch
+    256 promised 241,633 where 10,000 ran out of memory."""
+    line = MemoryLine.measured(256, 4 * MiB, 3 * MiB)
+    far = forecast_from_line(line, 256, 512 * MiB, Basis.MEASURED, 2)
+    assert line.largest_batch(512 * MiB) > 100 * 256
+    assert (far.largest_batch, far.beyond_reach) == (MEASURED_REACH * 256, True)
+    assert far.as_data()["beyond_reach"] is True
+    near = forecast_from_line(line, 256, 8 * MiB, Basis.MEASURED, 2)
+    assert (near.largest_batch, near.beyond_reach) == (line.largest_batch(8 * MiB), False)
+    compiled = forecast_from_line(MemoryLine(0, MiB / 1024), 256, 512 * MiB, Basis.COMPILED, 0)
+    assert not compiled.beyond_reach  # XLA was asked at its largest batch: no line to trust
+    assert compiled.largest_batch > MEASURED_REACH * 256
 
 
 def test_memory_that_grows_every_epoch_is_projected_to_the_epoch_that_fills_the_device():

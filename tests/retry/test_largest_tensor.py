@@ -167,7 +167,7 @@ def test_the_forecaster_keeps_the_largest_tensor_of_the_persons_model_free():
     model = conv_net()
     steps = StepRecorder()
     forecaster = FitForecaster(
-        lambda: Capacity(2048 * MiB),
+        lambda: Capacity(1024 * MiB),
         read_peak=lambda: 200 * MiB if steps.steps else 0,  # reset as the cell began
         read_held=lambda: 10 * MiB,
     )
@@ -180,7 +180,7 @@ def test_the_forecaster_keeps_the_largest_tensor_of_the_persons_model_free():
     assert forecast.basis is Basis.MEASURED
     fixed = 10 * MiB  # what the allocator held between the first two steps, and nothing more
     per_sample = (200 * MiB - fixed) / 64
-    usable = (2048 * MiB - fixed) * (1 - MEASURED_HEADROOM)
+    usable = (1024 * MiB - fixed) * (1 - MEASURED_HEADROOM)
     assert forecast.largest_batch == int(usable // (per_sample + 32 * 32 * 16 * 4))
 
 
