@@ -38,7 +38,9 @@ TENSORFLOW_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "t
 class DeviceMemory:
     """One watched device during the failed cell: its capacity and the peaks before the failure.
 
-    ``other_processes`` holds ``(pid, used_bytes)`` of other processes on the device.
+    ``other_processes`` holds ``(pid, used_bytes)`` of other processes on the device;
+    ``allocator_framework`` whose allocator ``peak_allocator_bytes`` is ("TensorFlow", "JAX",
+    "PyTorch"), where the guard read one.
     """
 
     index: int
@@ -48,6 +50,7 @@ class DeviceMemory:
     peak_allocator_bytes: int | None = None
     other_processes: tuple[tuple[int, int], ...] = ()
     simulated: bool = False
+    allocator_framework: str | None = None
 
 
 @dataclass(frozen=True)

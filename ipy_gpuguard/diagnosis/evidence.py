@@ -84,9 +84,10 @@ def _peak_lines(device: DeviceMemory) -> list[str]:
             f"{format_bytes(device.total_bytes)} ({share:.0%}) before the failure."
         )
     if device.peak_allocator_bytes is not None:
-        lines.append(
-            f"The framework's allocator peaked at {format_bytes(device.peak_allocator_bytes)}."
+        whose = (
+            f"{device.allocator_framework}'s" if device.allocator_framework else "The framework's"
         )
+        lines.append(f"{whose} allocator peaked at {format_bytes(device.peak_allocator_bytes)}.")
     for pid, used in device.other_processes:
         lines.append(
             f"Another process (pid {pid}) holds {format_bytes(used)} on GPU {device.index}."

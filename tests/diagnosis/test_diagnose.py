@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from dataclasses import replace
 
 import pytest
 
@@ -426,3 +427,22 @@ def test_a_stall_in_the_persons_generator_is_not_advised_shorter_gpu_work():
     ids = [remedy.id for remedy in diagnosis.remedies]
     assert "check_input_pipeline" in ids
     assert "smaller_work" not in ids
+
+
+def test_the_allocator_whose_peak_a_card_quotes_is_named():
+    """Keras on JAX fed from tf.data on a simulated GPU: the only allocator the guard could
+    read was TensorFlow's, and the card said "The framework's allocator peaked at 0 B"."""
+    error = "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 8589934592 bytes."
+    device = DeviceMemory(
+        0,
+        "Simulated GPU",
+        16 * GIB,
+        peak_used_bytes=15 * GIB,
+        peak_allocator_bytes=0,
+        simulated=True,
+        allocator_framework="TensorFlow",
+    )
+    evidence = diagnose(error, Context(devices=(device,))).evidence
+    assert "TensorFlow's allocator peaked at 0 B." in evidence
+    unnamed = diagnose(error, Context(devices=(replace(device, allocator_framework=None),)))
+    assert "The framework's allocator peaked at 0 B." in unnamed.evidence
