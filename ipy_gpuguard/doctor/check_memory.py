@@ -1,4 +1,5 @@
-"""Checks of GPU memory: TensorFlow's memory settings, and other processes holding memory."""
+"""Checks of GPU memory: the memory settings of the framework the person trains on (TensorFlow's,
+or JAX's under Keras on JAX), and other processes holding memory."""
 
 from __future__ import annotations
 
@@ -18,7 +19,10 @@ SHARED_FRACTION = 0.05
 
 def memory_settings(findings: Findings) -> Verdict | None:
     """Memory growth, the allocator, XLA, and whether they can still change in this process;
-    ``None`` (no row) without TensorFlow, whose settings these are."""
+    ``None`` (no row) without TensorFlow, whose settings these are. Where Keras trains on JAX
+    (TensorFlow then often only feeds it through ``tf.data``), JAX's preallocation instead."""
+    if keras_backend(findings) == "jax":
+        return _jax_memory_settings(findings)
     if findings.installed("tensorflow") is None:
         return None
     environ = findings.machine.environ
@@ -64,6 +68,53 @@ def memory_settings(findings: Findings) -> Verdict | None:
     found = "memory growth on" if growth else "memory growth off"
     found += f", {allocator} allocator" if allocator else ", BFC allocator"
     return Verdict(Status.OK, found, tuple(details))
+
+
+def keras_backend(findings: Findings) -> str | None:
+    """The backend Keras 3 trains on here: the imported Keras' own, else ``KERAS_BACKEND``;
+    ``None`` where neither says (Keras then trains on TensorFlow)."""
+    config = findings.machine.modules.get("keras.src.backend.config")
+    backend = getattr(config, "backend", None)
+    if callable(backend):
+        try:
+            name = backend()
+        except Exception:  # a broken Keras says nothing of the backend
+            name = None
+        if isinstance(name, str):
+            return name
+    return findings.machine.environ.get("KERAS_BACKEND")
+
+
+def _jax_memory_settings(findings: Findings) -> Verdict:
+    """JAX's preallocation (75% of each GPU as it starts, unless told otherwise), a warning on
+    a GPU other processes share."""
+    environ = findings.machine.environ
+    preallocates = environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true").lower() not in (
+        "false",
+        "0",
+    )
+    fraction = environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION")
+    share = f"{fraction} (XLA_PYTHON_CLIENT_MEM_FRACTION)" if fraction else "75%"
+    details = (
+        f"Keras trains on JAX, which reserves {share} of each GPU when it starts"
+        if preallocates
+        else "Keras trains on JAX, which takes GPU memory as it needs it "
+        "(XLA_PYTHON_CLIENT_PREALLOCATE=false)",
+        "TensorFlow, where it only feeds the fit through tf.data, needs no GPU: "
+        "tf.config.set_visible_devices([], 'GPU') keeps it off the GPU",
+        _xla_line(environ),
+    )
+    shared = _held_text(findings, SHARED_FRACTION)
+    if shared and preallocates:
+        return Verdict(
+            Status.WARNING,
+            f"JAX preallocates on a shared GPU ({shared}): it reserves {share} of the memory "
+            "when it starts, and it or the other processes then run out",
+            details,
+            findings.remedies_for("jax", ("memory_growth",), {}),
+        )
+    found = f"JAX preallocates {share}" if preallocates else "JAX preallocation off"
+    return Verdict(Status.OK, found, details)
 
 
 def _growth_line(growth: bool, variable: str | None) -> str:

@@ -651,3 +651,29 @@ def test_the_kernel_log_is_read_by_the_first_command_allowed_to(monkeypatch):
     assert machine_module.read_kernel_log() == "NVRM: Xid (PCI:0000:01:00): 31\n"
     monkeypatch.setattr(machine_module, "KERNEL_LOG_COMMANDS", (("false",),))
     assert machine_module.read_kernel_log() is None
+
+
+def test_keras_on_jax_is_told_of_jaxs_preallocation_not_tensorflows_memory_growth():
+    """A Keras-on-JAX person, TensorFlow installed for tf.data, was told to call
+    tf.config.experimental.set_memory_growth and set TF_GPU_ALLOCATOR."""
+    shared = FakeGpu(processes=[(4242, 30 * GIB)])
+    memory = run_doctor(machine(gpus=[shared], environ={"KERAS_BACKEND": "jax"})).check(
+        "memory_settings"
+    )
+    assert memory.status is Status.WARNING
+    assert memory.verdict.found.startswith("JAX preallocates on a shared GPU (GPU 0: pid 4242")
+    assert remedy_ids(memory) == ["memory_growth"]
+    assert "XLA_PYTHON_CLIENT_PREALLOCATE=false" in steps(memory)
+    assert "set_memory_growth" not in steps(memory)
+    assert "TF_GPU_ALLOCATOR" not in steps(memory)
+    off = {"KERAS_BACKEND": "jax", "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    fine = run_doctor(machine(gpus=[shared], environ=off)).check("memory_settings")
+    assert (fine.status, fine.verdict.found) == (Status.OK, "JAX preallocation off")
+
+
+def test_the_imported_keras_says_its_backend_over_the_environment():
+    config = types.ModuleType("keras.src.backend.config")
+    config.backend = lambda: "jax"  # set by keras.config.set_backend, or keras.json
+    modules = {"keras.src.backend.config": config}
+    report = run_doctor(machine(environ={"KERAS_BACKEND": "tensorflow"}, modules=modules))
+    assert report.check("memory_settings").verdict.found == "JAX preallocates 75%"
