@@ -4,7 +4,7 @@ TensorFlow reserves most of a GPU at start-up and its BFC allocator never gives 
 NVML's "used" says little about a TensorFlow process; the allocator's current and peak bytes say
 what the model really needs. Where Keras is imported, the framework it trains in is read first:
 Keras on JAX commonly feeds ``fit`` from ``tf.data``, which imports TensorFlow, whose allocator
-then holds none of the model. Only frameworks the person has already imported are read, looked up
+then holds none of the model; without Keras, the framework that holds the most. Only frameworks the person has already imported are read, looked up
 in ``sys.modules``: importing one here would cost seconds. TensorFlow is read only once its
 runtime is initialised, because asking it about memory would initialise the GPUs, and after that
 ``set_memory_growth`` fails with "Physical devices cannot be modified after being initialized".
@@ -30,8 +30,8 @@ _KERAS_BACKENDS = {"tensorflow": "TensorFlow", "torch": "PyTorch", "jax": "JAX"}
 
 
 class FrameworkAllocators:
-    """Reads the allocator of the framework in use: the one Keras trains in, else the first
-    of TensorFlow, PyTorch and JAX that answers.
+    """Reads the allocator of the framework in use: the one Keras trains in, else the one of
+    TensorFlow, PyTorch and JAX that holds the most.
 
     The allocator, not the device, measures a run: TensorFlow and JAX reserve most of a GPU at
     once, so NVML's "used" stays flat whatever the batch.
@@ -62,11 +62,16 @@ class FrameworkAllocators:
             "JAX": self._read_jax,
         }
         trains_in = self._keras_backend()
-        for name in sorted(readers, key=lambda name: name != trains_in):  # a stable sort
-            reading = readers[name](index)
-            if reading is not None:
-                return reading
-        return None
+        if trains_in is not None:
+            for name in sorted(readers, key=lambda name: name != trains_in):  # a stable sort
+                reading = readers[name](index)
+                if reading is not None:
+                    return reading
+            return None
+        readings = [reading for read in readers.values() if (reading := read(index)) is not None]
+        # Without Keras to say, the framework that holds the most (JAX's model, beside the
+        # TensorFlow imported for tf.data); TensorFlow's where none holds more.
+        return max(readings, key=lambda reading: reading.current_bytes, default=None)
 
     def _read_tensorflow(self, index: int) -> AllocatorReading | None:
         tensorflow = self._tensorflow()
@@ -105,9 +110,13 @@ class FrameworkAllocators:
         return AllocatorReading("JAX", in_use, in_use, peak_known=False)
 
     def _keras_backend(self) -> str | None:
-        """The framework Keras 3 trains in, where it is imported; ``None`` for Keras 2 (which
-        trains in TensorFlow, read first anyway) or no Keras."""
+        """The framework Keras trains in, where it is imported: Keras 3's backend, or
+        TensorFlow for Keras 2 (``tf_keras``, or a ``keras`` without Keras 3's backends);
+        ``None`` without Keras, or where Keras cannot say."""
         config = self._modules.get("keras.src.backend.config")
+        if config is None:
+            keras_2 = "tf_keras" in self._modules or "keras" in self._modules
+            return "TensorFlow" if keras_2 else None
         backend = getattr(config, "backend", None)
         name = self._quiet("Keras backend", backend) if callable(backend) else None
         return _KERAS_BACKENDS.get(name) if isinstance(name, str) else None

@@ -217,7 +217,12 @@ def test_the_framework_keras_trains_in_is_read_before_tensorflow_imported_for_it
     model: the panel said "TensorFlow allocator" of a JAX model's run."""
     jax_device = FakeJaxDevice(3 * 2**30)
     both = {**fake_tensorflow_holding(4096, 8192), **fake_jax([jax_device])}
-    assert FrameworkAllocators("GPU", both).read(0).framework == "TensorFlow"  # no Keras
+    # no Keras: the framework that holds the most, JAX's model beside tf.data's TensorFlow
+    assert FrameworkAllocators("GPU", both).read(0).framework == "JAX"
+    empty = {**fake_tensorflow_holding(0, 0), **fake_jax([FakeJaxDevice(0)])}
+    assert FrameworkAllocators("GPU", empty).read(0).framework == "TensorFlow"  # a tie
+    keras_2 = {**both, "tf_keras": types.ModuleType("tf_keras")}  # trains in TensorFlow
+    assert FrameworkAllocators("GPU", keras_2).read(0).framework == "TensorFlow"
     on_jax = FrameworkAllocators("GPU", {**both, **fake_keras_on("jax")})
     assert on_jax.read(0) == AllocatorReading("JAX", 3 * 2**30, 3 * 2**30, peak_known=False)
     on_tensorflow = FrameworkAllocators("GPU", {**both, **fake_keras_on("tensorflow")})
@@ -227,13 +232,13 @@ def test_the_framework_keras_trains_in_is_read_before_tensorflow_imported_for_it
     assert FrameworkAllocators("GPU", alone).read(0).framework == "TensorFlow"
 
 
-def test_a_keras_backend_that_cannot_say_leaves_the_order_as_it_was():
+def test_a_keras_backend_that_cannot_say_is_as_no_keras():
     broken = types.ModuleType("keras.src.backend.config")
     broken.backend = lambda: 1 / 0
     both = {**fake_tensorflow_holding(4096, 8192), **fake_jax([FakeJaxDevice(2**30)])}
     for keras_config in (broken, types.ModuleType("keras.src.backend.config")):
         modules = {**both, "keras.src.backend.config": keras_config}
-        assert FrameworkAllocators("GPU", modules).read(0).framework == "TensorFlow"
+        assert FrameworkAllocators("GPU", modules).read(0).framework == "JAX"  # holds the most
 
 
 @pytest.mark.tensorflow
