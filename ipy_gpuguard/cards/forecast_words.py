@@ -100,8 +100,9 @@ UNFORESEEN = {
 
 def kept_forecast_lines(kept: KeptForecast | None, last_cell_fitted: bool) -> tuple[str, ...]:
     """What ``%gpuguard forecast`` prints: the last guarded fit's forecast, said to be an
-    earlier cell's where the last guarded cell ran no fit the guard saw (none at all, or one
-    given a ``CallbackList`` built before the cell, whose steps Keras never tells the guard)."""
+    earlier cell's where the last guarded cell ran no fit the guard saw (none at all, one that
+    failed before its first step, or one given a ``CallbackList`` built before the cell, whose
+    steps Keras never tells the guard)."""
     if kept is None:
         return forecast_lines(None)
     lines = forecast_lines(kept.forecast, kept.unforeseen, kept.stopped)

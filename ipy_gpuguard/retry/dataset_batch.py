@@ -124,7 +124,8 @@ def dataset_samples_alike(data: Any) -> bool:
         return True
     specs = tensorflow.nest.flatten(data.element_spec)  # TensorFlow's class: its property
     return not any(
-        type(spec).__name__ == "RaggedTensorSpec" or spec.dtype == tensorflow.string
+        type(spec).__name__ == "RaggedTensorSpec"
+        or (type(spec).__name__ == "TensorSpec" and spec.dtype == tensorflow.string)
         for spec in specs
     )
 
