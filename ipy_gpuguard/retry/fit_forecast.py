@@ -363,8 +363,10 @@ def fit_batch_size(arguments: Mapping[str, Any]) -> int | None:
     return min(batch if batch is not None and batch > 0 else KERAS_DEFAULT_BATCH, samples)
 
 
-#: NumPy's kinds of dtype whose items differ in size: objects, byte and unicode strings, voids.
-_UNEVEN_KINDS = frozenset("OSUV")
+#: NumPy's kinds of dtype whose items stand for values of any size: objects, byte and unicode
+#: strings. Not ``V``: bfloat16 and float8 (ml_dtypes) and structured records are of that
+#: kind, and their items are all one size.
+_UNEVEN_KINDS = frozenset("OSU")
 
 
 def samples_alike(x: Any) -> bool:

@@ -89,8 +89,9 @@ class FitWatchers:
         for watcher in self._watchers:
             try:
                 getattr(watcher, what)(*args)
-            except Exception:  # the guard's own: never the person's fit's
-                log.info("a watcher of the cell's fit failed in %s", what, exc_info=True)
+            except Exception as error:  # the guard's own: never the person's fit's
+                # debug, one line: a notebook's logging.basicConfig(level=INFO) would print it
+                log.debug("a watcher of the cell's fit failed in %s: %r", what, error)
 
 
 class KerasHooks:

@@ -443,6 +443,8 @@ def test_arrays_of_texts_or_objects_have_samples_of_different_sizes():
     assert not samples_alike(np.array(["short", "a much longer text"]))
     assert not samples_alike([numbers, np.array([[1], [2, 3]], dtype=object)])
     assert not samples_alike(np.array([b"bytes", b"more bytes"]))
+    # NumPy's kind "V" holds bfloat16 and float8 (ml_dtypes) as well as records: one size each
+    assert samples_alike(np.zeros(4, dtype=[("pixel", "f4"), ("label", "i4")]))
 
 
 def test_a_forecast_beyond_its_reach_says_more_may_fit():

@@ -3,6 +3,8 @@ keeps Keras' callbacks asynchronous, hears no step for it, and never raises into
 
 from __future__ import annotations
 
+import logging
+
 from ipy_gpuguard.retry.probe import FitWatch
 from ipy_gpuguard.watchdog.keras_hooks import FitWatchers, heartbeat_callback_class
 from ipy_gpuguard.watchdog.progress import StepRecorder
@@ -47,3 +49,16 @@ def test_a_watchers_own_error_never_reaches_the_persons_fit():
     heartbeat.on_epoch_end(0)
     heartbeat.on_train_end()
     assert (watch.began, watch.all_ended) == (1, True)
+
+
+def test_a_watchers_error_prints_nothing_where_the_notebook_logs_at_info(caplog):
+    """``logging.basicConfig(level=logging.INFO)`` is common in notebooks: the guard's
+    traceback, with the person's frame in it, was printed into their cell."""
+
+    class Failing:
+        def fit_began(self, model, arguments, epoch_steps):
+            raise NotImplementedError("the guard's own")
+
+    with caplog.at_level(logging.INFO):
+        FitWatchers((Failing(),)).fit_began(object(), {}, None)
+    assert caplog.records == []
