@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..telemetry.framework import imported_keras_backend
 from ..telemetry.units import format_bytes
 from .findings import Findings
 from .model import Status, Verdict
@@ -73,16 +74,8 @@ def memory_settings(findings: Findings) -> Verdict | None:
 def keras_backend(findings: Findings) -> str | None:
     """The backend Keras 3 trains on here: the imported Keras' own, else ``KERAS_BACKEND``;
     ``None`` where neither says (Keras then trains on TensorFlow)."""
-    config = findings.machine.modules.get("keras.src.backend.config")
-    backend = getattr(config, "backend", None)
-    if callable(backend):
-        try:
-            name = backend()
-        except Exception:  # a broken Keras says nothing of the backend
-            name = None
-        if isinstance(name, str):
-            return name
-    return findings.machine.environ.get("KERAS_BACKEND")
+    imported = imported_keras_backend(findings.machine.modules)
+    return imported or findings.machine.environ.get("KERAS_BACKEND")
 
 
 def _jax_memory_settings(findings: Findings) -> Verdict:

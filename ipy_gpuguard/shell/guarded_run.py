@@ -252,7 +252,9 @@ class GuardedRun:
                 ),
                 other_processes=self._backend.other_processes(info.index),
                 simulated=info.simulated,
-                allocator_framework=self._allocator_of(info.index),
+                allocator_framework=(
+                    peaks[info.index].allocator_framework if info.index in peaks else None
+                ),
             )
             for info in self._devices
         )
@@ -378,11 +380,6 @@ class GuardedRun:
             self._panel.draw(self.view, force=True)
         elif not forecast.fits:
             print(f"ipy_gpuguard: {forecast_line(forecast)}", file=self._stderr)
-
-    def _allocator_of(self, index: int) -> str | None:
-        """Whose allocator the guard reads on device ``index``."""
-        reading = self._allocators.read(index)
-        return None if reading is None else reading.framework
 
     def _allocator_read(self) -> str | None:
         """Whose allocator the guard reads on the fullest watched device."""

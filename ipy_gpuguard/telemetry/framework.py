@@ -113,13 +113,10 @@ class FrameworkAllocators:
         """The framework Keras trains in, where it is imported: Keras 3's backend, or
         TensorFlow for Keras 2 (``tf_keras``, or a ``keras`` without Keras 3's backends);
         ``None`` without Keras, or where Keras cannot say."""
-        config = self._modules.get("keras.src.backend.config")
-        if config is None:
+        if "keras.src.backend.config" not in self._modules:
             keras_2 = "tf_keras" in self._modules or "keras" in self._modules
             return "TensorFlow" if keras_2 else None
-        backend = getattr(config, "backend", None)
-        name = self._quiet("Keras backend", backend) if callable(backend) else None
-        return _KERAS_BACKENDS.get(name) if isinstance(name, str) else None
+        return _KERAS_BACKENDS.get(imported_keras_backend(self._modules) or "")
 
     def limit_bytes(self, index: int) -> int | None:
         """The most the framework's allocator may take of device ``index``, where it says so:
@@ -228,6 +225,19 @@ class FrameworkAllocators:
                 self._reported.add(what)
                 log.info("%s failed: %s", what, error)
             return None
+
+
+def imported_keras_backend(modules: Mapping[str, ModuleType] | None = None) -> str | None:
+    """The backend an imported Keras 3 trains on (``"jax"``, ``"tensorflow"``, ``"torch"``), as
+    it says itself; ``None`` where no Keras 3 is imported, or it cannot say."""
+    config = (sys.modules if modules is None else modules).get("keras.src.backend.config")
+    backend = getattr(config, "backend", None)
+    try:
+        name = backend() if callable(backend) else None
+    except Exception as error:  # a broken Keras says nothing of its backend
+        log.info("Keras backend failed: %s", error)
+        return None
+    return name if isinstance(name, str) else None
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ class DevicePeak:
     index: int
     device_used_bytes: int | None = None
     allocator_peak_bytes: int | None = None
+    #: Whose allocator reached ``allocator_peak_bytes`` ("TensorFlow", "JAX", "PyTorch").
+    allocator_framework: str | None = None
 
 
 class SampleHistory:
@@ -67,13 +69,15 @@ class SampleHistory:
 
 
 def _raise_peak(peak: DevicePeak, device: DeviceSample) -> DevicePeak:
-    used = device.device.used_bytes
-    allocator = device.allocator.peak_bytes if device.allocator else None
-    return replace(
-        peak,
-        device_used_bytes=_max(peak.device_used_bytes, used),
-        allocator_peak_bytes=_max(peak.allocator_peak_bytes, allocator),
-    )
+    peak = replace(peak, device_used_bytes=_max(peak.device_used_bytes, device.device.used_bytes))
+    reading = device.allocator
+    if reading is not None and (
+        peak.allocator_peak_bytes is None or reading.peak_bytes >= peak.allocator_peak_bytes
+    ):
+        peak = replace(
+            peak, allocator_peak_bytes=reading.peak_bytes, allocator_framework=reading.framework
+        )
+    return peak
 
 
 def _max(a: int | None, b: int | None) -> int | None:

@@ -47,6 +47,21 @@ def test_peaks_come_from_every_sample_even_those_thinned_out():
     assert peak.allocator_peak_bytes == 123
 
 
+def test_a_peak_keeps_the_name_of_the_allocator_that_reached_it():
+    """A card names whose allocator's peak it quotes: the one read as the peak was reached,
+    not whichever is read after the cell (the allocator read may change as memory moves)."""
+    history = SampleHistory(capacity=4)
+    for elapsed, framework, peak_bytes in (
+        (0.0, "TensorFlow", 10),
+        (1.0, "JAX", 90),
+        (2.0, "TensorFlow", 20),
+    ):
+        reading = AllocatorReading(framework, 0, peak_bytes)
+        history.add(Sample(elapsed, (DeviceSample(0, DeviceReading(used_bytes=1), reading),)))
+    (peak,) = history.peaks()
+    assert (peak.allocator_peak_bytes, peak.allocator_framework) == (90, "JAX")
+
+
 class CountingBackend(SimulatedBackend):
     def __init__(self):
         super().__init__((8 * GIB,), rss_bytes=lambda: 0, cpu_percent=lambda: 0.0)
