@@ -594,6 +594,10 @@ class GuardSession:
             with noted_interrupts() as noted:
                 # A terminal prints each attempt in one line; its traceback would be hundreds.
                 self._runner.run_cell(rewritten.source, quiet=not self.live)
+        except KeyboardInterrupt:
+            # IPython's transform of the cell, before its code, lets a Stop out of run_cell:
+            # the run was stopped all the same (the noting handler saw it), not the guard's.
+            pass
         finally:
             attempt, self._attempt = self._attempt, None
         return attempt.outcome.with_stop(attempt.stopped or noted.received)

@@ -368,3 +368,33 @@ def test_a_probes_fixed_part_is_what_the_allocator_holds_after_it_not_the_gradie
     outcome = measurer.measure(call, 16)
     assert outcome.finished
     assert (outcome.peak_bytes, outcome.fixed_bytes) == (40 * 2**20, 17 * 2**20)
+
+
+def test_a_stop_in_ipythons_own_steps_of_the_searchs_last_run_ends_the_cell_interrupted(
+    keras_shell, capsys
+):
+    """A Stop can land in IPython's own steps of a run, before the cell's code: its transform
+    of the cell does not catch ``KeyboardInterrupt``, so it leaves ``run_cell`` itself. In the
+    search's last whole run, the model was already put back for that run; the cell must end
+    interrupted with the model as before it, not as a success that trained nothing."""
+    import os
+    import signal
+
+    before = [w.copy() for w in keras_shell.user_ns["model"].get_weights()]
+
+    def stop_in_the_transform(lines: list[str]) -> list[str]:
+        if any(line.startswith("BATCH = ") and line != "BATCH = 64\n" for line in lines):
+            os.kill(os.getpid(), signal.SIGINT)  # the Stop button, as IPython transforms it
+        return lines
+
+    keras_shell.input_transformers_post.append(stop_in_the_transform)
+    try:
+        result = keras_shell.run_cell(SEARCH_FROM.format(start=64))
+    finally:
+        keras_shell.input_transformers_post.remove(stop_in_the_transform)
+    out = capsys.readouterr().out
+    ns = keras_shell.user_ns
+    assert "probe: fits" in out  # the Stop came in the last whole run, after the probes
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    assert int(ns["model"].optimizer.iterations) == 0  # nothing trained stays trained
+    assert all(np.array_equal(a, b) for a, b in zip(before, ns["model"].get_weights(), strict=True))
