@@ -23,6 +23,8 @@ import inspect
 import sys
 from typing import Any
 
+from .own_attributes import library_attribute, qualified_name, sequence_items
+
 #: XLA's options for a program compiled only to be analysed, never run: no optimisation of the
 #: machine code, which comes after buffer assignment and leaves the analysis as it is (the same
 #: figures for all 19 models of the bench at two sizes, in 60% of the compile time).
@@ -104,12 +106,20 @@ def _specs(jax: Any, variables: Any) -> list[Any]:
 
 
 def _batch_spec(jax: Any, data: Any, batch: int) -> Any:
-    """One batch of ``data`` (an array, or a list, tuple or dict of arrays) as shapes."""
+    """One batch of ``data`` (an array library's array, or a list, tuple or dict of them) as
+    shapes. A container of the person's own subclass is read through the built-in's methods
+    and its shapes made into the built-in: none of their methods runs, not even ``__init__``."""
     if data is None:
         return None
-    if isinstance(data, dict):
-        return {key: _batch_spec(jax, value, batch) for key, value in data.items()}
-    if isinstance(data, list | tuple):
-        return type(data)(_batch_spec(jax, value, batch) for value in data)
-    dtype = str(getattr(data.dtype, "name", data.dtype))
-    return jax.ShapeDtypeStruct((batch, *tuple(data.shape[1:])), _NARROWED.get(dtype, dtype))
+    kind = type(data)
+    if issubclass(kind, dict):
+        return {key: _batch_spec(jax, value, batch) for key, value in dict.items(data)}
+    items = sequence_items(data)
+    if items is not None:
+        specs = [_batch_spec(jax, value, batch) for value in items]
+        return specs if issubclass(kind, list) else tuple(specs)
+    shape, dtype = library_attribute(data, "shape"), library_attribute(data, "dtype")
+    if shape is None or dtype is None:
+        raise TypeError(f"{qualified_name(kind)} is no array the guard can read the shape of")
+    name = str(library_attribute(dtype, "name") or dtype)
+    return jax.ShapeDtypeStruct((batch, *tuple(shape[1:])), _NARROWED.get(name, name))

@@ -191,7 +191,7 @@ class FitForecaster:
         batch, at half of it, and at the largest batch they give (:func:`.forecast.
         compiled_line`); not where the data batches itself."""
         x, y = arguments.get("x"), arguments.get("y")
-        if samples_of(x) is None or fit.device_batch < 2 or self._capacity is None:
+        if samples_of(x, y) is None or fit.device_batch < 2 or self._capacity is None:
             return
         capacity = self._capacity.capacity_bytes
         made = compiled_line(
@@ -420,8 +420,10 @@ def _past(peak: int | None, before: int | None) -> bool:
 
 
 def _whole(value: Any) -> int | None:
-    """A whole number ``fit`` takes (a Python or a NumPy integer); ``None`` for anything else."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+    """A whole number ``fit`` takes (a Python or a NumPy integer); ``None`` for anything else.
+    Asked of its class: a ``__class__`` of the person's never runs."""
+    kind = type(value)
+    if issubclass(kind, numbers.Integral) and not issubclass(kind, bool):
         return int(value)
     return None
 

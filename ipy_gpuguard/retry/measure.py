@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .outcome import RunOutcome
-from .own_attributes import library_attribute
+from .own_attributes import library_attribute, sequence_items
 from .state import KeptState
 
 #: Training steps a probe runs after the first (which traces the step function).
@@ -89,10 +89,14 @@ def arrays_of(*parts: Any) -> list[Any] | None:
 
 
 def _collect(data: Any, leaves: list[Any]) -> bool:
-    if isinstance(data, dict):
-        return all(_collect(value, leaves) for value in data.values())
-    if isinstance(data, list | tuple):
-        return bool(data) and all(_collect(value, leaves) for value in data)
+    """Collect the arrays of ``data`` into ``leaves``; whether it held nothing else. A dict,
+    list or tuple of the person's own subclass is read through the built-in's own methods, and
+    its class through ``type``: their ``values``, ``__iter__`` or ``__class__`` never runs."""
+    if issubclass(type(data), dict):
+        return all(_collect(value, leaves) for value in dict.values(data))
+    items = sequence_items(data)
+    if items is not None:
+        return bool(items) and all(_collect(value, leaves) for value in items)
     if _first_dimension(data) is None:
         return False
     leaves.append(data)
@@ -113,12 +117,12 @@ def _first_dimension(array: Any) -> int | None:
 
 def _validation(arguments: Mapping[str, Any]) -> tuple[Any, Any, Any] | None:
     """The validation arrays, when their batch follows the fit's (no batch size of their own)."""
-    data = arguments.get("validation_data")
-    if not isinstance(data, tuple | list) or not 2 <= len(data) <= 3:
+    parts = sequence_items(arguments.get("validation_data"))
+    if parts is None or not 2 <= len(parts) <= 3:
         return None
     if arguments.get("validation_batch_size") not in (None, arguments.get("batch_size")):
         return None
-    vx, vy, *rest = data
+    vx, vy, *rest = parts
     weights = rest[0] if rest else None
     return (vx, vy, weights) if samples_of(vx, vy, weights) is not None else None
 

@@ -40,6 +40,17 @@ def class_dict(klass: type) -> Mapping[str, Any]:
     return type.__dict__["__dict__"].__get__(klass)  # type: ignore[no-any-return]
 
 
+def sequence_items(data: Any) -> tuple[Any, ...] | None:
+    """The items of a list or tuple, of the person's own subclass too, read through the
+    built-in's own iteration (their ``__iter__`` never runs); ``None`` for anything else."""
+    kind = type(data)
+    if issubclass(kind, list):
+        return tuple(list.__iter__(data))
+    if issubclass(kind, tuple):
+        return tuple(tuple.__iter__(data))
+    return None
+
+
 def qualified_name(klass: type) -> str:
     """``module.QualName`` of ``klass``, read through ``type``'s own descriptors: a class
     written in C (NumPy's ``ndarray``) keeps its module in its name, not in its dictionary."""
@@ -61,12 +72,32 @@ def library_attribute(value: Any, name: str) -> Any:
         attributes = class_dict(klass)
         if name not in attributes:
             continue
-        if qualified_name(klass).partition(".")[0] not in ARRAY_LIBRARIES:
+        if not _library_class(klass):
             return None
         attribute = attributes[name]
         getter = getattr(type(attribute), "__get__", None)
         return getter(attribute, value, klass) if getter is not None else attribute
     return None
+
+
+def _library_class(klass: type) -> bool:
+    """Whether ``klass`` is a class of one of :data:`ARRAY_LIBRARIES`: its module is one of
+    theirs, imported, and names ``klass`` itself at its qualified name. A class of the person's
+    may set ``__module__ = "numpy"`` in its body; NumPy does not name it."""
+    module = type.__dict__["__module__"].__get__(klass)
+    if not isinstance(module, str) or module.partition(".")[0] not in ARRAY_LIBRARIES:
+        return False
+    imported = sys.modules.get(module)
+    if not isinstance(imported, types.ModuleType):
+        return False
+    scope: Mapping[str, Any] = vars(imported)
+    named = None
+    for part in type.__dict__["__qualname__"].__get__(klass).split("."):
+        named = scope.get(part)
+        if not isinstance(named, type):
+            return False
+        scope = class_dict(named)
+    return named is klass
 
 
 def replicas_of(model: Any) -> int:

@@ -24,8 +24,8 @@ from .state import KeptState
 def is_one_shot(data: Any) -> bool:
     """Whether ``data`` is used up by reading it (a generator, an iterator), so that what a
     run draws from it is gone; a dataset, a ``PyDataset`` or an array is read afresh by each
-    ``fit``."""
-    return isinstance(data, Iterator)
+    ``fit``. Asked of its class, not of ``data``: a ``__class__`` of the person's never runs."""
+    return issubclass(type(data), Iterator)
 
 
 @dataclass

@@ -7,6 +7,7 @@ import numpy as np
 
 from ipy_gpuguard.retry.measure import samples_of
 from ipy_gpuguard.retry.own_attributes import library_attribute, qualified_name
+from ipy_gpuguard.retry.probe import is_one_shot
 
 
 class Recorded:
@@ -50,3 +51,70 @@ def test_the_persons_property_or_getattr_never_answers_for_the_guard():
     assert samples_of({"a": np.zeros(4), "b": data}) is None
     assert data.asked == []
     assert library_attribute(np.zeros(3).view(PersonsArray), "shape") is None
+
+
+class Disguised(Recorded):
+    """Data of the person's whose class says it is NumPy's."""
+
+    __module__ = "numpy"
+    __qualname__ = "ndarray"
+
+    @property
+    def shape(self):
+        self.asked.append("shape")
+        raise NotImplementedError("a stream has no shape")
+
+
+def test_a_class_that_names_an_array_library_as_its_module_is_still_the_persons():
+    data = Disguised()
+    assert qualified_name(Disguised) == "numpy.ndarray"  # what it says of itself
+    assert library_attribute(data, "shape") is None
+    assert samples_of(data) is None
+    assert data.asked == []
+
+
+ASKED: list[str] = []
+
+
+class NotedDict(dict):
+    """The person's dict of inputs, whose ``values`` and ``__class__`` note each call."""
+
+    def values(self):
+        ASKED.append("values")
+        return super().values()
+
+    @property
+    def __class__(self):
+        ASKED.append("__class__")
+        return dict
+
+
+class NotedList(list):
+    """The person's list of inputs, whose iteration and length note each call."""
+
+    def __iter__(self):
+        ASKED.append("__iter__")
+        return super().__iter__()
+
+    def __len__(self):
+        ASKED.append("__len__")
+        return super().__len__()
+
+
+class NotedStream:
+    """A stream of the person's whose ``__class__`` notes each read."""
+
+    @property
+    def __class__(self):
+        ASKED.append("__class__")
+        return NotedStream
+
+
+def test_the_persons_containers_and_their_class_are_read_without_their_code():
+    ASKED.clear()
+    inputs = NotedDict(a=np.zeros(4), b=NotedList([np.zeros(4), np.zeros((4, 2))]))
+    assert samples_of(inputs, NotedList([np.zeros(4)])) == 4
+    assert samples_of(NotedDict(a=np.zeros(4), b=np.zeros(5))) is None
+    assert is_one_shot(NotedStream()) is False
+    assert is_one_shot(iter([1])) is True
+    assert ASKED == []
