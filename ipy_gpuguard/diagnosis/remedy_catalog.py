@@ -959,6 +959,20 @@ _NO_GPU_REMEDIES = (
         vendors=NVIDIA,
     ),
     Remedy(
+        "number_gpus_by_pci_bus",
+        "Number the GPUs as the driver does",
+        "CUDA numbers the fastest GPU first; the driver, nvidia-smi and ipy_gpuguard number them "
+        "by PCI bus. With GPUs of different models, the framework's GPU:0 is then another GPU "
+        "than the one the panel, the forecast and --devices read.",
+        steps=(
+            "Set CUDA_DEVICE_ORDER=PCI_BUS_ID before the framework starts: %env "
+            "CUDA_DEVICE_ORDER=PCI_BUS_ID in the notebook's first cell (restart the kernel first "
+            "where the framework is already imported), or in the env of the kernel's kernel.json.",
+            "Choose GPUs by the driver's numbers after that (CUDA_VISIBLE_DEVICES, --devices).",
+        ),
+        vendors=NVIDIA,
+    ),
+    Remedy(
         "check_gpu_visible",
         "Make the AMD GPU visible",
         "The ROCm runtime found no usable GPU: the user cannot open the GPU's device files, the "

@@ -238,6 +238,78 @@ def gpus_seen(findings: Findings) -> Verdict:
     )
 
 
+#: ``CUDA_DEVICE_ORDER``'s value that numbers GPUs by PCI bus, as the driver and NVML do.
+PCI_BUS_ORDER = "PCI_BUS_ID"
+
+
+def gpu_numbers(findings: Findings) -> Verdict | None:
+    """Whether the guard's GPU numbers are each framework's. The guard numbers GPUs as NVML
+    does, by PCI bus; CUDA numbers the fastest first unless ``CUDA_DEVICE_ORDER`` says
+    otherwise, so with GPUs of different models a framework's ``GPU:0`` may be the driver's
+    GPU 1, and the panel, the forecast and ``--devices`` would read another GPU than the one
+    training. No row with fewer than two visible GPUs."""
+    nvml = findings.nvml
+    visible = nvml.visible_gpus() if nvml.problem is None else ()
+    if len(visible) < 2:
+        return None
+    if findings.machine.environ.get("CUDA_DEVICE_ORDER") == PCI_BUS_ORDER:
+        return Verdict(
+            Status.OK, "CUDA numbers the GPUs as the driver does (CUDA_DEVICE_ORDER=PCI_BUS_ID)"
+        )
+    driver_names = tuple(gpu.name for gpu in visible)
+    details = [f"the driver (PCI bus order): {_numbered(driver_names, 'GPU ')}"]
+    compared = []
+    for label, view in _framework_views(findings):
+        names = view.gpu_names
+        if len(names) != len(driver_names):
+            continue  # another framework's view of the GPUs, or none: nothing to match
+        details.append(f"{label}: {_numbered(names, 'GPU:')}")
+        compared.append(label)
+        moved = next(
+            (index for index, name in enumerate(names) if name != driver_names[index]), None
+        )
+        if moved is not None:
+            return Verdict(
+                Status.WARNING,
+                f"{label}'s GPU:{moved} is the {names[moved]}, the driver's GPU {moved} the "
+                f"{driver_names[moved]}: the guard would read another GPU than {label}'s",
+                tuple(details),
+                findings.remedies("number_gpus_by_pci_bus"),
+            )
+    if compared:
+        return Verdict(
+            Status.OK,
+            f"{' and '.join(compared)} number the GPUs as the driver does",
+            tuple(details),
+        )
+    if len(set(driver_names)) == 1:
+        return Verdict(
+            Status.OK, f"the {len(visible)} GPUs are alike: CUDA numbers them as the driver does"
+        )
+    return Verdict(
+        Status.WARNING,
+        "GPUs of different models, and CUDA numbers the fastest first (CUDA_DEVICE_ORDER is "
+        "not PCI_BUS_ID): a framework's GPU:0 may be another GPU than the driver's GPU 0, which "
+        "the guard reads",
+        tuple(details),
+        findings.remedies("number_gpus_by_pci_bus"),
+    )
+
+
+def _framework_views(findings: Findings) -> list[tuple[str, FrameworkView]]:
+    """The frameworks that were read, by the names a person knows them by."""
+    views = (
+        ("TensorFlow", findings.tensorflow),
+        ("PyTorch", findings.torch),
+        ("JAX", findings.jax),
+    )
+    return [(label, view) for label, view in views if view is not None and view.usable]
+
+
+def _numbered(names: tuple[str, ...], prefix: str) -> str:
+    return "; ".join(f"{prefix}{index} {name}" for index, name in enumerate(names))
+
+
 def _why_tensorflow_sees_fewer(findings: Findings) -> tuple[str, tuple[Remedy, ...]]:
     """The likely cause, most specific first: the build, the libraries, the driver, the log."""
     for verdict in (tensorflow_uses_gpu(findings), cuda_libraries(findings), driver(findings)):

@@ -20,17 +20,18 @@ MARKER = "IPY_GPUGUARD_DOCTOR "
 def tensorflow() -> dict[str, Any]:
     import tensorflow as tf
 
-    gpus = []
+    gpus, names = [], []
     for device in tf.config.list_physical_devices("GPU"):
         details = tf.config.experimental.get_device_details(device)
         capability = details.get("compute_capability")
+        names.append(details.get("device_name", "GPU"))
         gpus.append(
             device.name
-            + f" ({details.get('device_name', 'GPU')}"
+            + f" ({names[-1]}"
             + (f", compute capability {capability[0]}.{capability[1]})" if capability else ")")
         )
     build = {key: _plain(value) for key, value in tf.sysconfig.get_build_info().items()}
-    return {"version": tf.__version__, "build": build, "gpus": gpus}
+    return {"version": tf.__version__, "build": build, "gpus": gpus, "gpu_names": names}
 
 
 def torch() -> dict[str, Any]:
@@ -44,16 +45,21 @@ def torch() -> dict[str, Any]:
         "cudnn_version": cudnn.version(),
         "is_cuda_build": torch.version.cuda is not None,
     }
-    gpus = [f"cuda:{index} ({cuda.get_device_name(index)})" for index in range(count)]
-    return {"version": torch.__version__, "build": build, "gpus": gpus}
+    names = [cuda.get_device_name(index) for index in range(count)]
+    gpus = [f"cuda:{index} ({name})" for index, name in enumerate(names)]
+    return {"version": torch.__version__, "build": build, "gpus": gpus, "gpu_names": names}
 
 
 def jax() -> dict[str, Any]:
     import jax
 
-    devices = jax.devices()
-    gpus = [f"{device} ({device.device_kind})" for device in devices if device.platform == "gpu"]
-    return {"version": jax.__version__, "build": {"backend": jax.default_backend()}, "gpus": gpus}
+    devices = [device for device in jax.devices() if device.platform == "gpu"]
+    return {
+        "version": jax.__version__,
+        "build": {"backend": jax.default_backend()},
+        "gpus": [f"{device} ({device.device_kind})" for device in devices],
+        "gpu_names": [device.device_kind for device in devices],
+    }
 
 
 READERS: dict[str, Callable[[], dict[str, Any]]] = {

@@ -49,6 +49,8 @@ class FrameworkView:
     version: str | None = None
     build: Mapping[str, Any] = field(default_factory=dict)
     gpus: tuple[str, ...] = ()
+    #: The model of each GPU in :attr:`gpus`, in the framework's own order (its ``GPU:0`` first).
+    gpu_names: tuple[str, ...] = ()
     import_error: str | None = None
     failure: str | None = None
     messages: tuple[str, ...] = ()
@@ -109,6 +111,7 @@ def view_of_child(
         version=seen.get("version"),
         build=seen.get("build", {}),
         gpus=tuple(seen.get("gpus", ())),
+        gpu_names=tuple(seen.get("gpu_names", ())),
         import_error=seen.get("import_error"),
         messages=messages,
         seconds=seconds,

@@ -21,6 +21,7 @@ CHECKS: tuple[tuple[str, str, CheckFunction], ...] = (
     ("driver", "NVIDIA driver", check_gpus.driver),
     ("cuda_libraries", "CUDA and cuDNN libraries", check_gpus.cuda_libraries),
     ("gpus", "GPUs seen", check_gpus.gpus_seen),
+    ("gpu_numbers", "GPU numbers", check_gpus.gpu_numbers),
     ("tensorflow_gpu", "TensorFlow can use a GPU", check_software.tensorflow_uses_gpu),
     ("memory_settings", "Memory settings", check_memory.memory_settings),
     ("other_processes", "Other processes on the GPUs", check_memory.other_processes),

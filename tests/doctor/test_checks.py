@@ -28,8 +28,8 @@ def steps(check):
 def test_a_healthy_gpu_machine_passes_every_check():
     report = run_doctor(machine())
     assert {check.id: check.status for check in report.checks} == {
-        check_id: Status.OK for check_id, _, _ in CHECKS
-    }
+        check_id: Status.OK for check_id, _, _ in CHECKS if check_id != "gpu_numbers"
+    }  # one GPU: its number is everyone's, and there is no row for it
     assert report.exit_status == 0
     assert all(not check.verdict.remedies for check in report.checks)
     gpus = report.check("gpus").verdict
@@ -451,7 +451,8 @@ def test_a_probe_that_raises_becomes_could_not_check_with_the_reason():
     packages = report.check("packages")
     assert packages.status is Status.UNKNOWN
     assert packages.verdict.found == "the check raised RuntimeError: metadata database is corrupt"
-    assert [check.id for check in report.checks] == [check_id for check_id, _, _ in CHECKS]
+    one_gpu = [check_id for check_id, _, _ in CHECKS if check_id != "gpu_numbers"]
+    assert [check.id for check in report.checks] == one_gpu
     for check_id in ("python", "other_processes", "gpu_watchdog"):  # read no metadata
         assert report.check(check_id).status is Status.OK, check_id
 
@@ -677,3 +678,48 @@ def test_the_imported_keras_says_its_backend_over_the_environment():
     modules = {"keras.src.backend.config": config}
     report = run_doctor(machine(environ={"KERAS_BACKEND": "tensorflow"}, modules=modules))
     assert report.check("memory_settings").verdict.found == "JAX preallocates 75%"
+
+
+FAST, SLOW = "NVIDIA GeForce RTX 4090", "NVIDIA GeForce GTX 1080 Ti"
+
+
+def two_gpus(framework_order, **changes):
+    """A workstation whose slower GPU sits first on the PCI bus; TensorFlow lists its GPUs in
+    ``framework_order``."""
+    gpus = [FakeGpu(name=SLOW, uuid="GPU-1"), FakeGpu(name=FAST, uuid="GPU-2")]
+    listed = tuple(f"/physical_device:GPU:{i} ({name})" for i, name in enumerate(framework_order))
+    view = tensorflow_view(gpus=listed, gpu_names=tuple(framework_order))
+    return machine(gpus=gpus, tensorflow=view, **changes)
+
+
+def test_a_framework_that_numbers_the_gpus_otherwise_than_the_driver_is_a_warning_with_its_fix():
+    numbers = run_doctor(two_gpus([FAST, SLOW])).check("gpu_numbers")
+    assert numbers.status is Status.WARNING
+    assert numbers.verdict.found.startswith(
+        f"TensorFlow's GPU:0 is the {FAST}, the driver's GPU 0 the {SLOW}"
+    )
+    assert f"the driver (PCI bus order): GPU 0 {SLOW}; GPU 1 {FAST}" in numbers.verdict.details
+    assert remedy_ids(numbers) == ["number_gpus_by_pci_bus"]
+    assert "%env CUDA_DEVICE_ORDER=PCI_BUS_ID" in steps(numbers)
+
+
+def test_gpus_numbered_by_pci_bus_or_alike_or_in_the_drivers_order_are_well():
+    by_bus = two_gpus([SLOW, FAST], environ={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
+    assert run_doctor(by_bus).check("gpu_numbers").status is Status.OK
+    same_order = run_doctor(two_gpus([SLOW, FAST])).check("gpu_numbers").verdict
+    assert (same_order.status, same_order.found) == (
+        Status.OK,
+        "TensorFlow number the GPUs as the driver does",
+    )
+    alike = machine(
+        gpus=[FakeGpu(uuid="GPU-1"), FakeGpu(uuid="GPU-2")], tensorflow=tensorflow_view(gpus=())
+    )
+    assert run_doctor(alike).check("gpu_numbers").status is Status.OK
+
+
+def test_gpus_of_different_models_that_no_framework_lists_are_a_warning():
+    unread = two_gpus([])  # TensorFlow's CPU build: it lists none
+    numbers = run_doctor(unread).check("gpu_numbers")
+    assert numbers.status is Status.WARNING
+    assert "CUDA numbers the fastest first" in numbers.verdict.found
+    assert remedy_ids(numbers) == ["number_gpus_by_pci_bus"]
