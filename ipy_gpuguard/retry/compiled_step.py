@@ -20,15 +20,26 @@ Only the framework the person imported is used (``sys.modules``); nothing is imp
 from __future__ import annotations
 
 import inspect
+import os
 import sys
+import types
 from typing import Any
 
-from .own_attributes import library_attribute, qualified_name, sequence_items
+from .own_attributes import (
+    defined_in,
+    defines,
+    instance_dict,
+    library_attribute,
+    qualified_name,
+    sequence_items,
+)
 
 #: XLA's options for a program compiled only to be analysed, never run: no optimisation of the
 #: machine code, which comes after buffer assignment and leaves the analysis as it is (the same
 #: figures for all 19 models of the bench at two sizes, in 60% of the compile time).
 ANALYSIS_ONLY = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
+#: The library whose code alone may run when the guard traces a train step.
+KERAS = frozenset({"keras"})
 #: What JAX gives a dtype that NumPy has wider: Keras feeds the step the narrower one.
 _NARROWED = {"float64": "float32", "int64": "int32", "uint64": "uint32"}
 
@@ -43,36 +54,79 @@ def keras_on_jax(model: Any) -> bool:
 
 def keras_only(model: Any) -> bool:
     """Every piece of Python that tracing the train step runs is Keras' own: the model's class
-    (its ``call``, ``train_step``, ``compute_loss``), its layers, its optimizer, and the loss and
-    metrics it was compiled with (names, or Keras' objects and functions). The model's class is
-    asked first: of a class of the person's, nothing more is read."""
-    if not _of_keras(type(model)):
+    (its ``call``, ``train_step``, ``compute_loss``), its layers, its optimizer, the loss and
+    metrics it was compiled with (names, or Keras' objects and functions), and every function
+    or callable object these keep (an activation, a ``Lambda``'s function, a regularizer, a
+    learning-rate schedule, a metric's function). The model's class is asked first: of a class
+    of the person's, nothing more is read."""
+    if not _of_keras(model):
         return False
     layers = getattr(model, "_flatten_layers", None)
     if not callable(layers):
         return False
     compiled = getattr(getattr(model, "_compile_config", None), "config", {}) or {}
     pieces = [
-        *(type(layer) for layer in layers(include_self=False)),
-        type(getattr(model, "optimizer", None)),
+        model,
+        *layers(include_self=False),
+        getattr(model, "optimizer", None),
         *_leaves([compiled.get(key) for key in ("loss", "metrics", "weighted_metrics")]),
     ]
-    return all(_of_keras(piece) for piece in pieces)
+    return all(_of_keras(piece) and _keeps_only_keras(piece) for piece in pieces)
 
 
 def _leaves(value: Any) -> list[Any]:
-    if isinstance(value, dict):
-        return [leaf for item in value.values() for leaf in _leaves(item)]
-    if isinstance(value, list | tuple):
-        return [leaf for item in value for leaf in _leaves(item)]
-    return [] if value is None or isinstance(value, str) else [value]
+    if issubclass(type(value), dict):
+        return [leaf for item in dict.values(value) for leaf in _leaves(item)]
+    items = sequence_items(value)
+    if items is not None:
+        return [leaf for item in items for leaf in _leaves(item)]
+    return [] if value is None or issubclass(type(value), str) else [value]
+
+
+def _keeps_only_keras(piece: Any) -> bool:
+    """Every function or callable object ``piece`` keeps in its attributes (or in a list, tuple
+    or dict there) is Keras' own; read from its instance dictionary."""
+    kept = [item for value in instance_dict(piece).values() for item in _items(value)]
+    return all(_of_keras(value) for value in kept if defines(type(value), "__call__"))
+
+
+def _items(value: Any) -> tuple[Any, ...]:
+    """The values of a dict, the items of a list or tuple, else ``value`` itself."""
+    if issubclass(type(value), dict):
+        return tuple(dict.values(value))
+    items = sequence_items(value)
+    return (value,) if items is None else items
 
 
 def _of_keras(piece: Any) -> bool:
     """A class or a function defined in Keras, or an object of such a class (a subclass of a
-    Keras class defined in the notebook is the person's)."""
-    defined = piece if isinstance(piece, type) or hasattr(piece, "__code__") else type(piece)
-    return str(getattr(defined, "__module__", "")).split(".")[0] == "keras"
+    Keras class defined in the notebook is the person's, and so is a class that only says it
+    is Keras')."""
+    kind = type(piece)
+    if kind is types.MethodType:
+        method = types.MethodType.__dict__
+        return _of_keras(method["__func__"].__get__(piece)) and _of_keras(
+            method["__self__"].__get__(piece)
+        )
+    if kind is types.FunctionType:
+        return _keras_function(piece)
+    return defined_in(piece if issubclass(kind, type) else kind, KERAS)
+
+
+def _keras_function(function: types.FunctionType) -> bool:
+    """A function whose code lies in Keras' files, and so does the one it wraps, if any
+    (Keras keeps a layer's ``build`` wrapped in its instance): Keras' own closures, which its
+    module does not name, count; a function of the person's that says it is Keras' does not."""
+    keras = sys.modules.get("keras")
+    home = getattr(keras, "__file__", None)
+    if not isinstance(home, str):
+        return False
+    function_attributes = types.FunctionType.__dict__
+    code = function_attributes["__code__"].__get__(function)
+    if not code.co_filename.startswith(os.path.dirname(home) + os.sep):
+        return False
+    wrapped = function_attributes["__dict__"].__get__(function).get("__wrapped__")
+    return wrapped is None or _of_keras(wrapped)
 
 
 def step_need_bytes(model: Any, x: Any, y: Any, batch: int) -> int:

@@ -39,11 +39,12 @@ import numbers
 import sys
 from typing import Any
 
-from .own_attributes import class_dict, instance_dict
+from .own_attributes import class_dict, defined_in, instance_dict
 
 #: Where TensorFlow's datasets live: a class from elsewhere is the person's, whose batches the
 #: guard cannot tell.
 _TF_DATA = "tensorflow.python.data."
+_TENSORFLOW = frozenset({"tensorflow"})
 #: The datasets that make batches of a size they keep, by the names of their classes less a
 #: leading underscore (TensorFlow 2.13 added it: ``BatchDataset`` became ``_BatchDataset``).
 _BATCHING = frozenset({"BatchDataset", "ParallelBatchDataset", "PaddedBatchDataset"})
@@ -131,9 +132,16 @@ def dataset_samples_alike(data: Any) -> bool:
 
 
 def _of_tf_data(dataset: Any) -> bool:
-    """The dataset's class is TensorFlow's own, read from the class's own dictionary."""
-    module = class_dict(type(dataset)).get("__module__")
-    return isinstance(module, str) and module.startswith(_TF_DATA)
+    """The dataset's class is ``tf.data``'s own (not one that only says so)."""
+    return _of_tensorflow(dataset, _TF_DATA)
+
+
+def _of_tensorflow(value: Any, prefix: str) -> bool:
+    """``value``'s class is TensorFlow's own, of a module under ``prefix``: its module names it
+    (:func:`.own_attributes.defined_in`)."""
+    kind = type(value)
+    module = class_dict(kind).get("__module__")
+    return type(module) is str and module.startswith(prefix) and defined_in(kind, _TENSORFLOW)
 
 
 def _one_shape(dataset: Any, size: int, whole: bool) -> bool:
@@ -170,8 +178,7 @@ def _cardinality(dataset: Any) -> int | None:
 def _scalar(value: Any) -> Any:
     """The value of an eager scalar tensor of TensorFlow's (a NumPy scalar); ``None`` for
     anything else."""
-    module = class_dict(type(value)).get("__module__")
-    if not isinstance(module, str) or not module.startswith("tensorflow."):
+    if not _of_tensorflow(value, "tensorflow."):
         return None
     try:
         return value.numpy()  # TensorFlow's own tensor: no code of the person's runs

@@ -18,7 +18,7 @@ of the person's model or data changes, and none of their code runs on the guard'
 
 from __future__ import annotations
 
-import numbers
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -39,6 +39,7 @@ from .measure import arrays_of, samples_of
 from .own_attributes import (
     class_dict,
     classes_of,
+    defined_in,
     library_attribute,
     qualified_name,
     replicas_of,
@@ -47,6 +48,8 @@ from .own_attributes import (
 #: The training step at whose end the allocator's peak is read: the first traces and compiles
 #: the step, the second runs it as every later step will.
 MEASURED_AFTER = STEPS_TOLD
+#: NumPy, whose integers ``fit`` takes for its counts.
+_NUMPY = frozenset({"numpy"})
 #: Keras' batch size when ``fit`` is given arrays and no ``batch_size``.
 KERAS_DEFAULT_BATCH = 32
 
@@ -421,9 +424,14 @@ def _past(peak: int | None, before: int | None) -> bool:
 
 def _whole(value: Any) -> int | None:
     """A whole number ``fit`` takes (a Python or a NumPy integer); ``None`` for anything else.
-    Asked of its class: a ``__class__`` of the person's never runs."""
+    Read as ``int`` reads it, and a NumPy integer as NumPy does: an ``int`` subclass's
+    ``__int__`` or a ``__class__`` of the person's never runs."""
     kind = type(value)
-    if issubclass(kind, numbers.Integral) and not issubclass(kind, bool):
+    if issubclass(kind, bool):
+        return None
+    if issubclass(kind, int):
+        return int.__int__(value)
+    if defined_in(kind, _NUMPY) and issubclass(kind, sys.modules["numpy"].integer):
         return int(value)
     return None
 

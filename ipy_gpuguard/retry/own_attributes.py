@@ -72,7 +72,7 @@ def library_attribute(value: Any, name: str) -> Any:
         attributes = class_dict(klass)
         if name not in attributes:
             continue
-        if not _library_class(klass):
+        if not defined_in(klass, ARRAY_LIBRARIES):
             return None
         attribute = attributes[name]
         getter = getattr(type(attribute), "__get__", None)
@@ -80,24 +80,49 @@ def library_attribute(value: Any, name: str) -> Any:
     return None
 
 
-def _library_class(klass: type) -> bool:
-    """Whether ``klass`` is a class of one of :data:`ARRAY_LIBRARIES`: its module is one of
-    theirs, imported, and names ``klass`` itself at its qualified name. A class of the person's
-    may set ``__module__ = "numpy"`` in its body; NumPy does not name it."""
-    module = type.__dict__["__module__"].__get__(klass)
-    if not isinstance(module, str) or module.partition(".")[0] not in ARRAY_LIBRARIES:
+def defined_in(value: Any, libraries: frozenset[str]) -> bool:
+    """Whether ``value``, a class or a function, is one of ``libraries``' own: its module is
+    one of theirs, imported, and names ``value`` itself at its qualified name. A class or a
+    function of the person's may set its ``__module__`` to ``"numpy"`` or ``"keras"`` (even a
+    ``str`` of their own); the library does not name it. A method is its function's."""
+    kind = type(value)
+    if kind is types.MethodType:
+        value = types.MethodType.__dict__["__func__"].__get__(value)
+        kind = type(value)
+    if issubclass(kind, type):
+        module = type.__dict__["__module__"].__get__(value)
+        name = type.__dict__["__qualname__"].__get__(value)
+    elif kind is types.FunctionType:
+        module = types.FunctionType.__dict__["__module__"].__get__(value)
+        name = types.FunctionType.__dict__["__qualname__"].__get__(value)
+    else:
+        return False
+    if type(module) is not str or type(name) is not str:
+        return False
+    if module.partition(".")[0] not in libraries:
         return False
     imported = sys.modules.get(module)
-    if not isinstance(imported, types.ModuleType):
+    if not issubclass(type(imported), types.ModuleType):
         return False
     scope: Mapping[str, Any] = vars(imported)
     named = None
-    for part in type.__dict__["__qualname__"].__get__(klass).split("."):
+    for part in name.split("."):
+        if named is not None:
+            if not issubclass(type(named), type):
+                return False
+            scope = class_dict(named)
         named = scope.get(part)
-        if not isinstance(named, type):
-            return False
-        scope = class_dict(named)
-    return named is klass
+    return named is value
+
+
+def defines(kind: type, name: str) -> bool:
+    """Whether ``kind`` or a base defines ``name`` (not as ``None``): asked of the classes'
+    own dictionaries, as Python looks a special method up; no hook of the person's runs."""
+    for klass in type.__dict__["__mro__"].__get__(kind):
+        attributes = class_dict(klass)
+        if name in attributes:
+            return attributes[name] is not None
+    return False
 
 
 def replicas_of(model: Any) -> int:

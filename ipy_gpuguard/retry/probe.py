@@ -11,21 +11,24 @@ puts back before each of its whole runs, so that the model is trained by the las
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .measure import FitCall
 from .notes import NoteKind, SearchNote, WhyWholeRuns
-from .own_attributes import replicas_of
+from .own_attributes import defines, replicas_of
 from .state import KeptState
 
 
 def is_one_shot(data: Any) -> bool:
     """Whether ``data`` is used up by reading it (a generator, an iterator), so that what a
     run draws from it is gone; a dataset, a ``PyDataset`` or an array is read afresh by each
-    ``fit``. Asked of its class, not of ``data``: a ``__class__`` of the person's never runs."""
-    return issubclass(type(data), Iterator)
+    ``fit``. Asked of its class's own dictionaries, as Python finds ``__next__``: neither a
+    ``__class__`` of the person's nor a ``__subclasshook__`` of their ``Iterator`` subclasses
+    (which ``isinstance(data, Iterator)`` runs) answers."""
+    kind = type(data)
+    return defines(kind, "__next__") and defines(kind, "__iter__")
 
 
 @dataclass

@@ -112,3 +112,61 @@ def test_the_persons_containers_and_labels_are_read_without_their_code():
     assert seen["need"] > 0
     assert seen["refused"]
     assert seen["noted"] == []
+
+
+KEPT_CODE = """
+import json, sys
+sys.path.insert(0, {root!r})
+import keras
+from ipy_gpuguard.retry import compiled_step
+
+def act(t):  # the person's own functions and classes, each kept by a Keras object
+    return keras.activations.relu(t)
+
+def penalty(weights):
+    return 0.01 * keras.ops.sum(weights)
+
+def close(y_true, y_pred):
+    return keras.ops.mean(keras.ops.abs(y_true - y_pred))
+
+class Schedule(keras.optimizers.schedules.LearningRateSchedule):
+    def __call__(self, step):
+        return 0.01
+
+def model(*layers, optimizer="adam", metrics=()):
+    built = keras.Sequential([keras.Input((8,)), *layers, keras.layers.Dense(1)])
+    built.compile(optimizer, "mse", metrics=list(metrics))
+    return built
+
+seen = {{
+    "keras alone": model(keras.layers.Dense(4, activation="relu"), metrics=["mae"]),
+    "activation": model(keras.layers.Dense(4, activation=act)),
+    "Lambda": model(keras.layers.Lambda(act)),
+    "regularizer": model(keras.layers.Dense(4, kernel_regularizer=penalty)),
+    "schedule": model(optimizer=keras.optimizers.SGD(learning_rate=Schedule())),
+    "metric": model(metrics=[keras.metrics.MeanMetricWrapper(close)]),
+}}
+print("KERAS_ONLY", json.dumps({{name: compiled_step.keras_only(m) for name, m in seen.items()}}))
+"""
+
+
+@pytest.mark.tensorflow
+def test_a_model_that_keeps_a_function_of_the_persons_is_never_traced_by_the_guard():
+    """Tracing the step runs every function a layer, the optimizer or a metric keeps: an
+    activation, a ``Lambda``'s function, a regularizer, a schedule or a metric of the person's
+    would run once more for each size XLA is asked, so such a model gets no compiled forecast."""
+    script = textwrap.dedent(KEPT_CODE).format(root=str(ROOT))
+    env = {**os.environ, "KERAS_BACKEND": "jax"}
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=240
+    )
+    lines = [line for line in run.stdout.splitlines() if line.startswith("KERAS_ONLY ")]
+    assert lines, run.stderr[-3000:]
+    assert json.loads(lines[0].removeprefix("KERAS_ONLY ")) == {
+        "keras alone": True,
+        "activation": False,
+        "Lambda": False,
+        "regularizer": False,
+        "schedule": False,
+        "metric": False,
+    }

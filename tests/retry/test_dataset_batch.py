@@ -122,6 +122,18 @@ def test_a_dataset_class_of_the_persons_is_not_read():
 
     assert dataset_batch_size(Disguised.__new__(Disguised)) is None
 
+    class Claimed(type(samples().batch(4))):  # says it is tf.data's own: tf.data does not name it
+        __module__ = "tensorflow.python.data.ops.batch_op"
+
+        def __getattribute__(self, name: str) -> Any:
+            looked_up.append(name)
+            return super().__getattribute__(name)
+
+    claimed = Claimed.__new__(Claimed)
+    assert dataset_batch_size(claimed) is None
+    assert dataset_samples_alike(claimed)  # data the guard cannot read has no forecast anyway
+    assert looked_up == []
+
 
 def test_a_shuffle_of_batches_never_makes_both_first_steps_short():
     """The steps a fit takes first from the pipelines this module answers: one of the first two

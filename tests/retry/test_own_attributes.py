@@ -3,8 +3,11 @@ property or ``__getattr__`` of the person's never runs on the guard's account.""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
+from ipy_gpuguard.retry.fit_forecast import fit_batch_size
 from ipy_gpuguard.retry.measure import samples_of
 from ipy_gpuguard.retry.own_attributes import library_attribute, qualified_name
 from ipy_gpuguard.retry.probe import is_one_shot
@@ -117,4 +120,52 @@ def test_the_persons_containers_and_their_class_are_read_without_their_code():
     assert samples_of(NotedDict(a=np.zeros(4), b=np.zeros(5))) is None
     assert is_one_shot(NotedStream()) is False
     assert is_one_shot(iter([1])) is True
+    assert ASKED == []
+
+
+class NotedModule(str):
+    """A module name of the person's own ``str`` subclass, whose methods note each call."""
+
+    def __getattribute__(self, name):
+        ASKED.append(name)
+        return super().__getattribute__(name)
+
+    def __hash__(self):
+        ASKED.append("__hash__")
+        return super().__hash__()
+
+
+class NotedSize(int):
+    """A batch size of the person's ``int`` subclass whose conversion notes each call."""
+
+    def __int__(self):
+        ASKED.append("__int__")
+        return 1
+
+    def __index__(self):
+        ASKED.append("__index__")
+        return 1
+
+
+class NotedIterator(Iterator):
+    """An ``Iterator`` of the person's whose ``__subclasshook__`` notes each class asked."""
+
+    @classmethod
+    def __subclasshook__(cls, klass):
+        ASKED.append("__subclasshook__")
+        return NotImplemented
+
+    def __next__(self):
+        raise StopIteration
+
+
+def test_no_hook_of_the_persons_classes_answers_what_the_guard_asks_of_a_fit():
+    ASKED.clear()
+    shape = property(lambda self: ASKED.append("shape"))
+    stream = type("Stream", (), {"__module__": NotedModule("numpy"), "shape": shape})
+    assert library_attribute(stream(), "shape") is None
+    assert fit_batch_size({"x": np.zeros((100, 2)), "batch_size": NotedSize(16)}) == 16
+    assert fit_batch_size({"x": np.zeros((100, 2)), "batch_size": np.int64(8)}) == 8
+    assert is_one_shot(np.zeros(3)) is False
+    assert is_one_shot(NotedIterator()) is True
     assert ASKED == []
