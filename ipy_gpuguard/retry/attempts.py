@@ -195,9 +195,11 @@ class CellRetry:
         """Run the cell whole, the models of earlier cells put back as they were before it;
         a run whose ``fit`` did not reach its end did not fit, whatever the cell raised."""
         hold, run = self.runners.hold, self.runners.run
-        with hold():
+        with hold() as held:
             self.before.restore()
         watch = FitWatch(self.setup.defined_before, self.before)
+        if getattr(held, "received", False):  # the person's Stop, as the models were put back
+            return RunOutcome(finished=False, interrupted=True), watch
         outcome = around(lambda: run(rewritten, watch)) if around else run(rewritten, watch)
         if outcome.interrupted:
             with hold():

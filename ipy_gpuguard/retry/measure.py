@@ -165,8 +165,10 @@ class Measurer:
     def measure(self, call: FitCall, size: int) -> RunOutcome:
         """Train ``call``'s model for ``1 + steps`` steps at ``size`` (and validate one step),
         then put back everything that trained; how it went, as an attempt's outcome."""
-        with self.hold():
+        with self.hold() as held:
             kept = KeptState.of([call.model])
+        if getattr(held, "received", False):  # the person's Stop, as the model was kept
+            return RunOutcome(finished=False, probed=True, interrupted=True)
         outcome = RunOutcome(finished=True, probed=True)
         noted = None
         try:

@@ -64,6 +64,8 @@ def _sigint_noted(passed_on: bool) -> Iterator[Interrupted]:
     def note(signum: int, frame: Any) -> None:
         interrupted.received = True
         if not passed_on:
+            if previous in _HELD_OVER and callable(previous):
+                previous(signum, frame)  # a hold inside a hold: the outer one hears it too
             return
         handler = previous
         while handler in _HELD_OVER:

@@ -589,18 +589,19 @@ class GuardSession:
         with the person's Stop wherever it landed."""
         assert self._runner is not None
         self._attempt = _Attempt(watch)
+        escaped = False
         try:
             self._runner.namespace.update(rewritten.namespace)
             with noted_interrupts() as noted:
                 # A terminal prints each attempt in one line; its traceback would be hundreds.
                 self._runner.run_cell(rewritten.source, quiet=not self.live)
         except KeyboardInterrupt:
-            # IPython's transform of the cell, before its code, lets a Stop out of run_cell:
-            # the run was stopped all the same (the noting handler saw it), not the guard's.
-            pass
+            # IPython's transform of the cell, before its code, lets a Stop (or a
+            # KeyboardInterrupt raised there) out of run_cell: the run was stopped all the same.
+            escaped = True
         finally:
             attempt, self._attempt = self._attempt, None
-        return attempt.outcome.with_stop(attempt.stopped or noted.received)
+        return attempt.outcome.with_stop(attempt.stopped or noted.received or escaped)
 
     def attempt_interrupted(self) -> None:
         """The person's Stop reached the guard's own start or finish of an attempt, which held

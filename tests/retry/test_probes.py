@@ -398,3 +398,76 @@ def test_a_stop_in_ipythons_own_steps_of_the_searchs_last_run_ends_the_cell_inte
     assert isinstance(result.error_in_exec, KeyboardInterrupt)
     assert int(ns["model"].optimizer.iterations) == 0  # nothing trained stays trained
     assert all(np.array_equal(a, b) for a, b in zip(before, ns["model"].get_weights(), strict=True))
+
+
+def sigint_on_first_call(function):
+    """``function`` that sends SIGINT, as the Stop button does, as it is first called."""
+    import os
+    import signal
+
+    calls = []
+
+    def stopping(*args, **kwargs):
+        if not calls:
+            os.kill(os.getpid(), signal.SIGINT)
+        calls.append(1)
+        return function(*args, **kwargs)
+
+    return stopping
+
+
+def test_a_stop_as_a_probe_keeps_the_model_ends_the_search_there(keras_shell, capsys, monkeypatch):
+    """The Stop lands while the guard keeps the model before its first probe, in a hold inside
+    the hold of the whole finish: no probe and no run follow, and the cell ends interrupted
+    with the model as its own run left it."""
+    import types
+
+    from ipy_gpuguard.retry import measure
+
+    kept_by_a_probe = types.SimpleNamespace(of=sigint_on_first_call(measure.KeptState.of))
+    monkeypatch.setattr(measure, "KeptState", kept_by_a_probe)
+    result = keras_shell.run_cell(SEARCH_FROM.format(start=64))
+    out = capsys.readouterr().out
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    assert "probe: fits" not in out
+    assert int(keras_shell.user_ns["model"].optimizer.iterations) == steps(64)
+
+
+def test_a_stop_as_the_last_run_puts_the_model_back_keeps_that_run_from_starting(
+    keras_shell, capsys, monkeypatch
+):
+    from ipy_gpuguard.retry import probe
+
+    before = [w.copy() for w in keras_shell.user_ns["model"].get_weights()]
+    restore = probe.BeforeTheSearch.restore
+    monkeypatch.setattr(probe.BeforeTheSearch, "restore", sigint_on_first_call(restore))
+    result = keras_shell.run_cell(SEARCH_FROM.format(start=64))
+    out = capsys.readouterr().out
+    ns = keras_shell.user_ns
+    assert "probe: fits" in out  # the probes ran, then the Stop came
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    assert int(ns["model"].optimizer.iterations) == 0  # no whole run at the size found
+    assert all(np.array_equal(a, b) for a, b in zip(before, ns["model"].get_weights(), strict=True))
+
+
+def test_a_keyboard_interrupt_raised_in_ipythons_steps_of_a_run_ends_the_search(
+    keras_shell, capsys
+):
+    """Not only a signal: a ``KeyboardInterrupt`` raised in IPython's own steps of the search's
+    last run (here by an input transformer) stops it like the Stop button, not as a size that
+    failed, after which the search tried another."""
+
+    def interrupting(lines: list[str]) -> list[str]:
+        if any(line.startswith("BATCH = ") and line != "BATCH = 64\n" for line in lines):
+            raise KeyboardInterrupt
+        return lines
+
+    keras_shell.input_transformers_post.append(interrupting)
+    try:
+        result = keras_shell.run_cell(SEARCH_FROM.format(start=64))
+    finally:
+        keras_shell.input_transformers_post.remove(interrupting)
+    out = capsys.readouterr().out
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    assert len(re.findall(r"retry: batch size \d+: (?!probe)", out)) <= 1  # no run after it
+    assert int(keras_shell.user_ns["model"].optimizer.iterations) == 0

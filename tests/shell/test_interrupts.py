@@ -71,3 +71,22 @@ def test_ctrl_c_as_the_guard_finishes_still_freezes_the_panel(shell, monkeypatch
     assert "Error in callback" not in out.out + out.err
     assert out.err.count("interrupted while the guard finished") == 1
     assert guard_threads() == []
+
+
+def test_a_stop_in_a_hold_inside_a_hold_is_heard_by_both():
+    """The guard's search holds the person's Stop while it keeps or puts back a model, inside
+    the hold of its whole finish, whose flag ends the search: a Stop in the inner one must
+    reach it too, or the search runs on as if none came."""
+    import os
+    import signal
+
+    from ipy_gpuguard.shell.interrupts import held_interrupt, noted_interrupts
+
+    with held_interrupt() as outer:
+        with held_interrupt() as inner:
+            os.kill(os.getpid(), signal.SIGINT)
+        with noted_interrupts() as let_through, held_interrupt() as held_in_a_run:
+            pass
+    assert (outer.received, inner.received) == (True, True)
+    assert (let_through.received, held_in_a_run.received) == (False, False)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
