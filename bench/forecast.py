@@ -27,6 +27,7 @@ lies in pieces; ``--in-process`` trains each forecast once after the fit at T//4
 
 Run: .venv/bin/python bench/forecast.py [--models mlp,cnn] [--limit-mb 512]   (about 20 minutes)
      .venv/bin/python bench/forecast.py --truth /tmp/fz/truth.json [--truth ...] [--in-process]
+     .venv/bin/python bench/forecast.py --truth ... --ceiling   (what tuning the rule can reach)
 """
 
 from __future__ import annotations
@@ -179,6 +180,37 @@ def after_a_smaller_fit(models: list[dict[str, Any]], limit_mb: int, one_region:
     )
 
 
+#: The share of the largest tensor kept free, and the headroom, that :func:`ceiling` tries.
+SLACK_SHARES = (0.0, 0.5, 0.75, 1.0, 1.5)
+HEADROOMS = (0.0, 0.04, 0.06, 0.08, 0.10, 0.12)
+
+
+def ceiling(models: list[tuple[dict[str, Any], int]]) -> str:
+    """How close a line through one measured peak can come: for each share of the largest
+    tensor kept free and each headroom, the median error against T over every saved run and
+    how many forecasts lie above T, each run's T from a fresh process. The best rule with none
+    above T bounds what tuning these two numbers can reach, on the very models it is tuned on."""
+    rows = ["| largest tensor kept | headroom | median error | above T |", "|---|---|---|---|"]
+    for share in SLACK_SHARES:
+        for headroom in HEADROOMS:
+            errors = []
+            for model, capacity_bytes in models:
+                line = MemoryLine.measured(
+                    model["quarter_batch"],
+                    model["peak_at_quarter"],
+                    model["resident_bytes"],
+                    round(model.get("largest_tensor_bytes", 0) * share),
+                )
+                if line is not None:
+                    largest = line.largest_batch(capacity_bytes, headroom)
+                    errors.append((largest - model["T"]) / model["T"])
+            above = sum(error > 0 for error in errors)
+            rows.append(
+                f"| {share:.0%} | {headroom:.0%} | {statistics.median(errors):+.1%} | {above} |"
+            )
+    return "\n".join(rows)
+
+
 def error_summary(label: str, errors: list[float]) -> str:
     """A group of models' forecasts in one line: how many, the median error, how many above T."""
     return (
@@ -201,6 +233,12 @@ def main(argv: list[str]) -> None:
         help="trials of each forecast above T that the search did not decide (0: none)",
     )
     parser.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="print only the median error and forecasts above T of each share of the largest "
+        "tensor and headroom kept, over every saved run",
+    )
+    parser.add_argument(
         "--in-process",
         action="store_true",
         help="also train each forecast once after the fit at T/4 in the same process",
@@ -211,6 +249,17 @@ def main(argv: list[str]) -> None:
         models = ["--models", args.models] if args.models else []
         forecast_truth.main([str(paths[0]), "--limit-mb", str(args.limit_mb), *models])
     truths = [json.loads(path.read_text()) for path in paths]
+    if args.ceiling:
+        print(
+            ceiling(
+                [
+                    (model, allocator_of(truth)[0] * 2**20)
+                    for truth in truths
+                    for model in truth["models"]
+                ]
+            )
+        )
+        return
     for limit_mb, one_region in sorted({allocator_of(truth) for truth in truths}):
         models = [
             model
