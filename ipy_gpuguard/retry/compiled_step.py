@@ -56,9 +56,8 @@ def keras_only(model: Any) -> bool:
     """Every piece of Python that tracing the train step runs is Keras' own: the model's class
     (its ``call``, ``train_step``, ``compute_loss``), its layers, its optimizer, the loss and
     metrics it was compiled with (names, or Keras' objects and functions), and every function
-    or callable object these keep (an activation, a ``Lambda``'s function, a regularizer, a
-    learning-rate schedule, a metric's function). The model's class is asked first: of a class
-    of the person's, nothing more is read."""
+    or callable object they hold (:func:`_holds_only_keras`). The model's class is asked first:
+    of a class of the person's, nothing more is read."""
     if not _of_keras(model):
         return False
     layers = getattr(model, "_flatten_layers", None)
@@ -71,7 +70,7 @@ def keras_only(model: Any) -> bool:
         getattr(model, "optimizer", None),
         *_leaves([compiled.get(key) for key in ("loss", "metrics", "weighted_metrics")]),
     ]
-    return all(_of_keras(piece) and _keeps_only_keras(piece) for piece in pieces)
+    return all(_of_keras(piece) for piece in pieces) and _holds_only_keras(pieces)
 
 
 def _leaves(value: Any) -> list[Any]:
@@ -83,19 +82,32 @@ def _leaves(value: Any) -> list[Any]:
     return [] if value is None or issubclass(type(value), str) else [value]
 
 
-def _keeps_only_keras(piece: Any) -> bool:
-    """Every function or callable object ``piece`` keeps in its attributes (or in a list, tuple
-    or dict there) is Keras' own; read from its instance dictionary."""
-    kept = [item for value in instance_dict(piece).values() for item in _items(value)]
-    return all(_of_keras(value) for value in kept if defines(type(value), "__call__"))
-
-
-def _items(value: Any) -> tuple[Any, ...]:
-    """The values of a dict, the items of a list or tuple, else ``value`` itself."""
-    if issubclass(type(value), dict):
-        return tuple(dict.values(value))
-    items = sequence_items(value)
-    return (value,) if items is None else items
+def _holds_only_keras(pieces: list[Any]) -> bool:
+    """Every function or callable object that Keras' objects in ``pieces`` hold is Keras' own,
+    all the way down: their attributes (read from instance dictionaries), the lists, tuples and
+    dicts there, and the Keras objects those hold in turn. An activation, a ``Lambda``'s
+    function, a regularizer, a schedule or a metric's function is held by its layer, optimizer
+    or metric; the person's optimizer by Keras' ``LossScaleOptimizer`` under mixed precision; the
+    function of ``keras.ops.map`` by the functional graph's node that calls it."""
+    seen: set[int] = set()
+    waiting = list(pieces)
+    while waiting:
+        value = waiting.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        kind = type(value)
+        items = tuple(dict.values(value)) if issubclass(kind, dict) else sequence_items(value)
+        if items is not None:
+            waiting += items
+        elif not _of_keras(value):
+            if defines(kind, "__call__"):
+                return False  # code of the person's (or of another library) the trace would run
+        elif kind is types.MethodType:
+            waiting.append(types.MethodType.__dict__["__self__"].__get__(value))
+        elif kind is not types.FunctionType and not issubclass(kind, type):
+            waiting += instance_dict(value).values()
+    return True
 
 
 def _of_keras(piece: Any) -> bool:

@@ -138,23 +138,44 @@ def model(*layers, optimizer="adam", metrics=()):
     built.compile(optimizer, "mse", metrics=list(metrics))
     return built
 
+def mapped(inputs):
+    return keras.ops.map(act, inputs)
+
+def functional(through):
+    inputs = keras.Input((8,))
+    built = keras.Model(inputs, keras.layers.Dense(1)(through(inputs)))
+    built.compile("adam", "mse")
+    return built
+
+from keras.src.losses.losses import LossFunctionWrapper  # Keras' own wrapper of a function
+
+twice_wrapped = LossFunctionWrapper(LossFunctionWrapper(close))
+
 seen = {{
     "keras alone": model(keras.layers.Dense(4, activation="relu"), metrics=["mae"]),
+    "keras ops": functional(lambda x: keras.ops.add(x, keras.ops.mean(x))),
+    "ops.map": functional(mapped),
+    "loss wrapped twice": model(),
     "activation": model(keras.layers.Dense(4, activation=act)),
     "Lambda": model(keras.layers.Lambda(act)),
     "regularizer": model(keras.layers.Dense(4, kernel_regularizer=penalty)),
     "schedule": model(optimizer=keras.optimizers.SGD(learning_rate=Schedule())),
     "metric": model(metrics=[keras.metrics.MeanMetricWrapper(close)]),
 }}
+seen["loss wrapped twice"].compile("adam", twice_wrapped)
+keras.mixed_precision.set_global_policy("mixed_float16")  # Keras wraps the optimizer in its own
+seen["mixed precision"] = model(keras.layers.Dense(4))
+seen["schedule, mixed precision"] = model(optimizer=keras.optimizers.SGD(learning_rate=Schedule()))
 print("KERAS_ONLY", json.dumps({{name: compiled_step.keras_only(m) for name, m in seen.items()}}))
 """
 
 
 @pytest.mark.tensorflow
 def test_a_model_that_keeps_a_function_of_the_persons_is_never_traced_by_the_guard():
-    """Tracing the step runs every function a layer, the optimizer or a metric keeps: an
-    activation, a ``Lambda``'s function, a regularizer, a schedule or a metric of the person's
-    would run once more for each size XLA is asked, so such a model gets no compiled forecast."""
+    """Tracing the step runs every function a layer, the optimizer or a metric keeps, however
+    deep: an activation, a ``Lambda``'s function, a regularizer, a schedule or a metric of the
+    person's (also inside Keras' own wrappers, or mapped by an op of the graph) would run once
+    more for each size XLA is asked, so such a model gets no compiled forecast."""
     script = textwrap.dedent(KEPT_CODE).format(root=str(ROOT))
     env = {**os.environ, "KERAS_BACKEND": "jax"}
     run = subprocess.run(
@@ -164,6 +185,11 @@ def test_a_model_that_keeps_a_function_of_the_persons_is_never_traced_by_the_gua
     assert lines, run.stderr[-3000:]
     assert json.loads(lines[0].removeprefix("KERAS_ONLY ")) == {
         "keras alone": True,
+        "keras ops": True,
+        "mixed precision": True,
+        "ops.map": False,  # the graph's node keeps the function it maps
+        "loss wrapped twice": False,
+        "schedule, mixed precision": False,  # inside Keras' LossScaleOptimizer
         "activation": False,
         "Lambda": False,
         "regularizer": False,
