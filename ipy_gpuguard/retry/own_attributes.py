@@ -80,23 +80,13 @@ def library_attribute(value: Any, name: str) -> Any:
     return None
 
 
-def defined_in(value: Any, libraries: frozenset[str]) -> bool:
-    """Whether ``value``, a class or a function, is one of ``libraries``' own: its module is
-    one of theirs, imported, and names ``value`` itself at its qualified name. A class or a
-    function of the person's may set its ``__module__`` to ``"numpy"`` or ``"keras"`` (even a
-    ``str`` of their own); the library does not name it. A method is its function's."""
-    kind = type(value)
-    if kind is types.MethodType:
-        value = types.MethodType.__dict__["__func__"].__get__(value)
-        kind = type(value)
-    if issubclass(kind, type):
-        module = type.__dict__["__module__"].__get__(value)
-        name = type.__dict__["__qualname__"].__get__(value)
-    elif kind is types.FunctionType:
-        module = types.FunctionType.__dict__["__module__"].__get__(value)
-        name = types.FunctionType.__dict__["__qualname__"].__get__(value)
-    else:
-        return False
+def defined_in(klass: type, libraries: frozenset[str]) -> bool:
+    """Whether ``klass`` is one of ``libraries``' own classes: its module is one of theirs,
+    imported, and names ``klass`` itself at its qualified name. A class of the person's may
+    set its ``__module__`` to ``"numpy"`` or ``"keras"`` (even a ``str`` of their own); the
+    library does not name it."""
+    module = type.__dict__["__module__"].__get__(klass)
+    name = type.__dict__["__qualname__"].__get__(klass)
     if type(module) is not str or type(name) is not str:
         return False
     if module.partition(".")[0] not in libraries:
@@ -112,7 +102,7 @@ def defined_in(value: Any, libraries: frozenset[str]) -> bool:
                 return False
             scope = class_dict(named)
         named = scope.get(part)
-    return named is value
+    return named is klass
 
 
 def defines(kind: type, name: str) -> bool:
