@@ -26,6 +26,7 @@ import types
 from typing import Any
 
 from .own_attributes import (
+    contents,
     defined_in,
     defines,
     instance_dict,
@@ -74,9 +75,7 @@ def keras_only(model: Any) -> bool:
 
 
 def _leaves(value: Any) -> list[Any]:
-    if issubclass(type(value), dict):
-        return [leaf for item in dict.values(value) for leaf in _leaves(item)]
-    items = sequence_items(value)
+    items = contents(value)
     if items is not None:
         return [leaf for item in items for leaf in _leaves(item)]
     return [] if value is None or issubclass(type(value), str) else [value]
@@ -97,7 +96,7 @@ def _holds_only_keras(pieces: list[Any]) -> bool:
             continue
         seen.add(id(value))
         kind = type(value)
-        items = tuple(dict.values(value)) if issubclass(kind, dict) else sequence_items(value)
+        items = contents(value)
         if items is not None:
             waiting += items
         elif not _of_keras(value):

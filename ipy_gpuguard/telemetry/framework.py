@@ -227,10 +227,11 @@ class FrameworkAllocators:
             return None
 
 
-def imported_keras_backend(modules: Mapping[str, ModuleType] | None = None) -> str | None:
-    """The backend an imported Keras 3 trains on (``"jax"``, ``"tensorflow"``, ``"torch"``), as
-    it says itself; ``None`` where no Keras 3 is imported, or it cannot say."""
-    config = (sys.modules if modules is None else modules).get("keras.src.backend.config")
+def imported_keras_backend(modules: Mapping[str, ModuleType]) -> str | None:
+    """The backend a Keras 3 among ``modules`` (the imported ones) trains on (``"jax"``,
+    ``"tensorflow"``, ``"torch"``), as it says itself; ``None`` where there is none, or it
+    cannot say."""
+    config = modules.get("keras.src.backend.config")
     backend = getattr(config, "backend", None)
     try:
         name = backend() if callable(backend) else None

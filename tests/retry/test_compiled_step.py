@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,17 +37,27 @@ print("NEEDS", json.dumps(needs))
 """
 
 
+def printed_on_jax(script: str, marker: str) -> Any:
+    """Run ``script`` (its ``{root}`` filled) in a process of its own with Keras on JAX, and
+    read back the JSON it printed after ``marker``."""
+    env = {**os.environ, "KERAS_BACKEND": "jax"}
+    run = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script).format(root=str(ROOT))],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+    )
+    lines = [line for line in run.stdout.splitlines() if line.startswith(f"{marker} ")]
+    assert lines, run.stderr[-3000:]
+    return json.loads(lines[0].removeprefix(f"{marker} "))
+
+
 @pytest.mark.tensorflow
 def test_compiling_for_analysis_only_leaves_xlas_figures_as_they_are():
     """The machine code goes unoptimised (it never runs), which must not move a byte of what
     XLA says the step needs."""
-    script = textwrap.dedent(ANALYSES).format(root=str(ROOT))
-    env = {**os.environ, "KERAS_BACKEND": "jax"}
-    run = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=240
-    )
-    (line,) = [line for line in run.stdout.splitlines() if line.startswith("NEEDS ")]
-    needs = json.loads(line.removeprefix("NEEDS "))
+    needs = printed_on_jax(ANALYSES, "NEEDS")
     small, large = needs["analysis only"]
     assert large > small > 0
     assert needs["analysis only"] == needs["XLA's defaults"]
@@ -101,14 +112,7 @@ def test_the_persons_containers_and_labels_are_read_without_their_code():
     """A tuple of inputs of the person's own subclass is read through ``tuple``'s methods (a
     namedtuple's ``__new__`` takes its fields, not an iterable), and labels of no array
     library are refused, their ``shape`` and ``dtype`` never asked."""
-    script = textwrap.dedent(PERSONS_CONTAINERS).format(root=str(ROOT))
-    env = {**os.environ, "KERAS_BACKEND": "jax"}
-    run = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=240
-    )
-    lines = [line for line in run.stdout.splitlines() if line.startswith("SEEN ")]
-    assert lines, run.stderr[-3000:]
-    seen = json.loads(lines[0].removeprefix("SEEN "))
+    seen = printed_on_jax(PERSONS_CONTAINERS, "SEEN")
     assert seen["need"] > 0
     assert seen["refused"]
     assert seen["noted"] == []
@@ -176,14 +180,7 @@ def test_a_model_that_keeps_a_function_of_the_persons_is_never_traced_by_the_gua
     deep: an activation, a ``Lambda``'s function, a regularizer, a schedule or a metric of the
     person's (also inside Keras' own wrappers, or mapped by an op of the graph) would run once
     more for each size XLA is asked, so such a model gets no compiled forecast."""
-    script = textwrap.dedent(KEPT_CODE).format(root=str(ROOT))
-    env = {**os.environ, "KERAS_BACKEND": "jax"}
-    run = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=240
-    )
-    lines = [line for line in run.stdout.splitlines() if line.startswith("KERAS_ONLY ")]
-    assert lines, run.stderr[-3000:]
-    assert json.loads(lines[0].removeprefix("KERAS_ONLY ")) == {
+    assert printed_on_jax(KEPT_CODE, "KERAS_ONLY") == {
         "keras alone": True,
         "keras ops": True,
         "mixed precision": True,

@@ -382,16 +382,10 @@ def test_a_stop_in_ipythons_own_steps_of_the_searchs_last_run_ends_the_cell_inte
 
     before = [w.copy() for w in keras_shell.user_ns["model"].get_weights()]
 
-    def stop_in_the_transform(lines: list[str]) -> list[str]:
-        if any(line.startswith("BATCH = ") and line != "BATCH = 64\n" for line in lines):
-            os.kill(os.getpid(), signal.SIGINT)  # the Stop button, as IPython transforms it
-        return lines
+    def stop() -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # the Stop button, as IPython transforms the cell
 
-    keras_shell.input_transformers_post.append(stop_in_the_transform)
-    try:
-        result = keras_shell.run_cell(SEARCH_FROM.format(start=64))
-    finally:
-        keras_shell.input_transformers_post.remove(stop_in_the_transform)
+    result = searched_from_64_with(keras_shell, stop)
     out = capsys.readouterr().out
     ns = keras_shell.user_ns
     assert "probe: fits" in out  # the Stop came in the last whole run, after the probes
@@ -457,17 +451,27 @@ def test_a_keyboard_interrupt_raised_in_ipythons_steps_of_a_run_ends_the_search(
     last run (here by an input transformer) stops it like the Stop button, not as a size that
     failed, after which the search tried another."""
 
-    def interrupting(lines: list[str]) -> list[str]:
-        if any(line.startswith("BATCH = ") and line != "BATCH = 64\n" for line in lines):
-            raise KeyboardInterrupt
-        return lines
+    def interrupt() -> None:
+        raise KeyboardInterrupt
 
-    keras_shell.input_transformers_post.append(interrupting)
-    try:
-        result = keras_shell.run_cell(SEARCH_FROM.format(start=64))
-    finally:
-        keras_shell.input_transformers_post.remove(interrupting)
+    result = searched_from_64_with(keras_shell, interrupt)
     out = capsys.readouterr().out
     assert isinstance(result.error_in_exec, KeyboardInterrupt)
     assert len(re.findall(r"retry: batch size \d+: (?!probe)", out)) <= 1  # no run after it
     assert int(keras_shell.user_ns["model"].optimizer.iterations) == 0
+
+
+def searched_from_64_with(shell, act):
+    """The search from batch 64, ``act`` called in IPython's transform of each of the search's
+    whole runs at another size (before their code), as an input transformer is."""
+
+    def transform(lines: list[str]) -> list[str]:
+        if any(line.startswith("BATCH = ") and line != "BATCH = 64\n" for line in lines):
+            act()
+        return lines
+
+    shell.input_transformers_post.append(transform)
+    try:
+        return shell.run_cell(SEARCH_FROM.format(start=64))
+    finally:
+        shell.input_transformers_post.remove(transform)
