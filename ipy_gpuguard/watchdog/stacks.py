@@ -187,10 +187,15 @@ def is_users(filename: str, name_cell: CellNamer | None = None, home: str | None
         return filename.startswith("<ipython-input-")
     if name_cell is not None and name_cell(filename) is not None:
         return True
-    path = os.path.realpath(filename)
-    if any(path.startswith(root) for root in _library_roots()):
+    if is_library_file(filename):
         return False
-    return path.startswith(_root(home if home is not None else os.getcwd()))
+    return os.path.realpath(filename).startswith(_root(home if home is not None else os.getcwd()))
+
+
+def is_library_file(filename: str) -> bool:
+    """Whether a file lies in an installed package, this one or the standard library."""
+    path = os.path.realpath(filename)
+    return any(path.startswith(root) for root in _library_roots())
 
 
 def _is_cell(filename: str, name_cell: CellNamer) -> bool:

@@ -170,7 +170,17 @@ seen["loss wrapped twice"].compile("adam", twice_wrapped)
 keras.mixed_precision.set_global_policy("mixed_float16")  # Keras wraps the optimizer in its own
 seen["mixed precision"] = model(keras.layers.Dense(4))
 seen["schedule, mixed precision"] = model(optimizer=keras.optimizers.SGD(learning_rate=Schedule()))
-print("KERAS_ONLY", json.dumps({{name: compiled_step.keras_only(m) for name, m in seen.items()}}))
+only = {{name: compiled_step.keras_only(m) for name, m in seen.items()}}
+
+keras_own = keras.Model.compute_loss
+def compute_loss(self, *args, **kwargs):  # the person's patch of Keras' own class
+    return keras_own(self, *args, **kwargs)
+keras.Model.compute_loss = compute_loss
+only["Keras' method patched"] = compiled_step.keras_only(model(keras.layers.Dense(4)))
+keras.layers.Dense.kernel = property(lambda layer: layer._kernel)
+keras.Model.compute_loss = keras_own
+only["Keras' property patched"] = compiled_step.keras_only(model(keras.layers.Dense(4)))
+print("KERAS_ONLY", json.dumps(only))
 """
 
 
@@ -178,8 +188,9 @@ print("KERAS_ONLY", json.dumps({{name: compiled_step.keras_only(m) for name, m i
 def test_a_model_that_keeps_a_function_of_the_persons_is_never_traced_by_the_guard():
     """Tracing the step runs every function a layer, the optimizer or a metric keeps, however
     deep: an activation, a ``Lambda``'s function, a regularizer, a schedule or a metric of the
-    person's (also inside Keras' own wrappers, or mapped by an op of the graph) would run once
-    more for each size XLA is asked, so such a model gets no compiled forecast."""
+    person's (also inside Keras' own wrappers, or mapped by an op of the graph, or patched into
+    Keras' own class) would run once more for each size XLA is asked, so such a model gets no
+    compiled forecast."""
     assert printed_on_jax(KEPT_CODE, "KERAS_ONLY") == {
         "keras alone": True,
         "keras ops": True,
@@ -192,4 +203,6 @@ def test_a_model_that_keeps_a_function_of_the_persons_is_never_traced_by_the_gua
         "regularizer": False,
         "schedule": False,
         "metric": False,
+        "Keras' method patched": False,  # keras.Model.compute_loss = the person's
+        "Keras' property patched": False,
     }
