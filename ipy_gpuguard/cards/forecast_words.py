@@ -22,7 +22,9 @@ def forecast_line(forecast: Forecast) -> str:
             f"{made}: this step needs {peak}, the device has {capacity}{_others(forecast)}: it "
             f"will run out of memory{would}."
         )
-    if forecast.beyond_reach and largest:
+    if forecast.every_sample_fits:
+        fits = f"; a batch of every sample it trains on ({largest}) fits"
+    elif forecast.beyond_reach and largest:
         fits = (
             f"; batch {largest} fits ({largest // forecast.batch_size}× this one), and more may: "
             "a line through one batch size tells no further"

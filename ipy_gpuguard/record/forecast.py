@@ -69,6 +69,9 @@ class Forecast:
     beyond_reach
         More than ``largest_batch`` may fit, but a line through the one size measured tells
         no further (:data:`~ipy_gpuguard.retry.forecast.MEASURED_REACH`).
+    every_sample_fits
+        ``largest_batch`` is every sample the fit trains on: a batch of all of them fits, and
+        Keras makes no larger one.
     """
 
     batch_size: int
@@ -80,6 +83,7 @@ class Forecast:
     growth: Growth | None = None
     held_by_others_bytes: int = 0
     beyond_reach: bool = False
+    every_sample_fits: bool = False
 
     @property
     def fits(self) -> bool:

@@ -78,6 +78,9 @@ class _Fit:
     own_allocator: bool = True
     #: What a sample adds to the model's largest layer output, read with the fixed part.
     largest_tensor_bytes: int = 0
+    #: The samples the fit trains on, where arrays tell (its ``x`` holds them once Keras has
+    #: split off ``validation_split``): no batch is larger.
+    samples: int | None = None
     #: The training steps that have ended, as far as :data:`MEASURED_AFTER`.
     steps: int = 0
     #: The allocator's peak as step :data:`MEASURED_AFTER` ended: before the validation, the
@@ -182,6 +185,7 @@ class FitForecaster:
             None if epochs is None else epochs - first,
             first,
             own_allocator,
+            samples=samples_of(arguments.get("x")),
         )
         if keras_on_jax(model) and keras_only(model):
             self._compiled(self._fit, arguments)
@@ -197,8 +201,9 @@ class FitForecaster:
         if samples_of(x, y) is None or fit.device_batch < 2 or self._capacity is None:
             return
         capacity = self._capacity.capacity_bytes
+        most = None if fit.samples is None else max(fit.samples // fit.replicas, 1)
         made = compiled_line(
-            lambda size: step_need_bytes(fit.model, x, y, size), fit.device_batch, capacity
+            lambda size: step_need_bytes(fit.model, x, y, size), fit.device_batch, capacity, most
         )
         if made is None:
             return
@@ -213,7 +218,7 @@ class FitForecaster:
         """Keep the forecast of one device, in the cell's batch sizes and with what others
         held, and let the panel hear it."""
         forecast = replace(forecast, held_by_others_bytes=capacity.held_by_others_bytes)
-        self.forecast = _in_cell_batches(forecast, fit.replicas)
+        self.forecast = _within_samples(_in_cell_batches(forecast, fit.replicas), fit.samples)
         self._made(self.forecast)
 
     def fit_ended(self, model: Any) -> None:
@@ -364,6 +369,16 @@ def fit_batch_size(arguments: Mapping[str, Any]) -> int | None:
         return dataset_batch_size(x)
     batch = _whole(arguments.get("batch_size"))
     return min(batch if batch is not None and batch > 0 else KERAS_DEFAULT_BATCH, samples)
+
+
+def _within_samples(forecast: Forecast, samples: int | None) -> Forecast:
+    """The forecast's largest batch, at most the samples the fit trains on: Keras makes no
+    larger batch, so a line's promise past them (millions, for a small model on a few samples)
+    means that every sample fits in one."""
+    largest = forecast.largest_batch
+    if samples is None or largest is None or largest < samples:
+        return forecast
+    return replace(forecast, largest_batch=samples, every_sample_fits=True, beyond_reach=False)
 
 
 #: NumPy's kinds of dtype whose items stand for values of any size: objects, byte and unicode

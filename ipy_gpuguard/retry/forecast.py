@@ -139,7 +139,7 @@ def forecast_from_line(
 
 
 def compiled_line(
-    need: Callable[[int], int], batch: int, capacity_bytes: int
+    need: Callable[[int], int], batch: int, capacity_bytes: int, most: int | None = None
 ) -> tuple[MemoryLine, int] | None:
     """The line through the compiled step's need at half the cell's batch and at the batch,
     and the largest batch it gives, checked: ``None`` where memory does not grow with the batch.
@@ -151,13 +151,19 @@ def compiled_line(
     need there leaves at least half the headroom free; else the line through the two largest
     sizes asked gives the next, at most :data:`COMPILED_CHECKS` times. A size never confirmed
     falls back to the largest size asked that fits (the cell's own, where it does), or to 0.
+    No size above ``most`` (the samples the fit trains on) is asked or given.
     """
     half = max(batch // 2, 1)
     needs = {half: need(half), batch: need(batch)}
     line = MemoryLine.through(needs)
     if line is None:
         return None
-    proposing, largest = line, line.largest_batch(capacity_bytes)
+
+    def largest_of(through: MemoryLine) -> int:
+        largest = through.largest_batch(capacity_bytes)
+        return largest if most is None else min(largest, most)
+
+    proposing, largest = line, largest_of(line)
 
     def confirmed() -> int:
         kept_free = HEADROOM / 2 * (capacity_bytes - proposing.fixed_bytes)
@@ -172,9 +178,9 @@ def compiled_line(
         if confirmed() == largest:
             return line, largest
         steeper = MemoryLine.through(needs)  # through the two largest sizes asked
-        if steeper is None or not confirmed() < steeper.largest_batch(capacity_bytes) < largest:
+        if steeper is None or not confirmed() < largest_of(steeper) < largest:
             break
-        proposing, largest = steeper, steeper.largest_batch(capacity_bytes)
+        proposing, largest = steeper, largest_of(steeper)
     return line, confirmed()
 
 

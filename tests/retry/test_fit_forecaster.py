@@ -454,3 +454,42 @@ def test_a_forecast_beyond_its_reach_says_more_may_fit():
         "at batch 256; batch 2048 fits (8× this one), and more may: a line through one batch "
         "size tells no further."
     )
+
+
+def test_the_largest_batch_is_at_most_the_samples_the_fit_trains_on():
+    """Keras makes no batch larger than the samples it trains on: a line that promises more
+    says that a batch of every one of them fits."""
+    steps = StepRecorder()
+    forecaster = FitForecaster(
+        lambda: Capacity(8 << 30),
+        read_peak=peak_of_the_steps(steps, 20 * MiB),
+        read_held=lambda: 10 * MiB,
+    )
+    model = Model()
+    forecaster.fit_began(model, {"x": np.zeros((100, 8)), "batch_size": 64}, 2)
+    for step in range(1, MEASURED_AFTER + 1):
+        steps.step()
+        forecaster.step_ended(model, step)
+    forecast = forecaster.look()
+    assert forecast is not None
+    assert forecast.batch_size == 64
+    assert (forecast.largest_batch, forecast.every_sample_fits) == (100, True)
+    assert not forecast.beyond_reach
+    assert forecast.as_data()["every_sample_fits"] is True
+    (line,) = forecast_lines(forecast)
+    assert line.endswith("at batch 64; a batch of every sample it trains on (100) fits.")
+
+
+def test_a_largest_batch_below_the_samples_is_left_as_it_is():
+    steps = StepRecorder()
+    forecaster = FitForecaster(
+        lambda: Capacity(512 * MiB),
+        read_peak=peak_of_the_steps(steps, 200 * MiB),
+        read_held=lambda: 10 * MiB,
+    )
+    fit(forecaster, steps, Model())
+    forecast = forecaster.look()
+    assert forecast is not None
+    assert forecast.largest_batch is not None
+    assert forecast.largest_batch < 1024
+    assert not forecast.every_sample_fits

@@ -80,6 +80,15 @@ def test_a_linear_step_is_checked_once_at_the_largest_batch_and_confirmed():
     assert need.asked == [32, 64, largest]
 
 
+def test_no_size_above_the_samples_is_asked_of_xla():
+    """A small model on a few samples: the line promises millions, and Keras would make no
+    batch larger than the samples."""
+    need = Compiled(MiB, 1024)
+    _, largest = compiled_line(need, 32, 1024 * MiB, most=64)
+    assert largest == 64
+    assert need.asked == [16, 32, 64]
+
+
 def test_memory_that_jumps_above_the_cells_batch_is_found_by_checking_the_largest():
     """The recommender of the compiled bench: a line through two small sizes promised 45% more
     than XLA's own largest batch."""

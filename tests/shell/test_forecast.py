@@ -53,7 +53,10 @@ def test_a_guarded_fit_on_arrays_leaves_a_measured_forecast():
         "TF_ENABLE_ONEDNN_OPTS": "0",
         "KERAS_BACKEND": "tensorflow",
     }
-    script = textwrap.dedent(SCRIPT).format(root=str(ROOT), cell=FIT_ON_ARRAYS)
+    cell = FIT_ON_ARRAYS.replace("512", "600").replace(
+        "verbose=0", "verbose=0, validation_split=0.2"
+    )
+    script = textwrap.dedent(SCRIPT).format(root=str(ROOT), cell=cell)
     run = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=240
     )
@@ -65,11 +68,12 @@ def test_a_guarded_fit_on_arrays_leaves_a_measured_forecast():
     assert data["step"] >= MEASURED_AFTER
     assert data["capacity_bytes"] == 8 << 30  # the simulated GPU's
     assert data["peak_bytes"] > 0
-    # a small model on 8 GiB: its line reaches far past what one size can tell
-    assert (data["largest_batch"], data["beyond_reach"]) == (8 * 64, True)
+    # a small model on 8 GiB: its line reaches past the 480 samples the fit trains on (600, a fifth set aside)
+    assert (data["largest_batch"], data["every_sample_fits"]) == (480, True)
+    assert not data["beyond_reach"]
     summary = run.stdout[: run.stdout.index("FORECAST-JSON")]
     assert "Forecast (measured" in summary
-    told = "at batch 64; batch 512 fits (8× this one), and more may"
+    told = "at batch 64; a batch of every sample it trains on (480) fits"
     assert told in run.stdout[run.stdout.index("FORECAST-JSON") :]
 
 

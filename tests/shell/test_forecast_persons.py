@@ -118,7 +118,7 @@ case("ragged", "rows = tf.ragged.constant([[1.0] * (1 + i % 5) for i in range(10
      "ragged.compile('adam', 'mse')\\n"
      "ragged.fit(rows, np.zeros(1024, 'float32'), batch_size=32, epochs=1, verbose=0)")
 case("contrastive", "paired = model(64)\\npaired.compile('adam', contrastive)\\n"
-     "paired.fit(x, y, batch_size=256, epochs=1, verbose=0)")
+     "paired.fit(np.tile(x, (4, 1)), np.tile(y, 4), batch_size=256, epochs=1, verbose=0)")
 case("shape_raises", "try:\\n    model().fit(Stream(), epochs=1, verbose=0)\\n"
      "except Exception as error:\\n    caught = repr(error)")
 results["shape_raises"]["caught"] = shell.user_ns.get("caught")
