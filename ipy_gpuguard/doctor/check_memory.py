@@ -72,10 +72,12 @@ def memory_settings(findings: Findings) -> Verdict | None:
 
 
 def keras_backend(findings: Findings) -> str | None:
-    """The backend Keras 3 trains on here: the imported Keras' own, else ``KERAS_BACKEND``;
-    ``None`` where neither says (Keras then trains on TensorFlow)."""
+    """The backend Keras 3 trains on here: the imported Keras' own, else the one Keras will
+    take as it is imported, ``KERAS_BACKEND`` over ``keras.json``; ``None`` where none says
+    (Keras then trains on TensorFlow)."""
     imported = imported_keras_backend(findings.machine.modules)
-    return imported or findings.machine.environ.get("KERAS_BACKEND")
+    machine = findings.machine
+    return imported or machine.environ.get("KERAS_BACKEND") or machine.configured_keras_backend
 
 
 def _jax_memory_settings(findings: Findings) -> Verdict:

@@ -59,6 +59,10 @@ def packages(findings: Findings) -> Verdict:
     backend = findings.machine.environ.get("KERAS_BACKEND")
     if backend:
         details.append(f"KERAS_BACKEND={backend}")
+    configured = findings.machine.configured_keras_backend
+    if configured:
+        over = f", which KERAS_BACKEND={backend} overrides" if backend else ""
+        details.append(f"keras.json names the backend {configured}{over}")
     found = ", ".join(installed) or "none of TensorFlow, Keras, PyTorch, JAX"
     if missing and installed:
         found += f"; not installed: {', '.join(missing)}"

@@ -9,6 +9,7 @@ and imports frameworks only in child processes.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import platform
 import subprocess
@@ -57,6 +58,9 @@ class Machine:
         host's PIDs and none can be told from this process (:func:`listed_pid`).
     read_kernel_log
         This boot's kernel log (Linux), ``None`` when this user may not read it.
+    keras_config
+        Keras' ``keras.json`` (:func:`read_keras_config`): the backend it names is the one
+        Keras trains on, unless ``KERAS_BACKEND`` says another.
     """
 
     environ: Mapping[str, str]
@@ -72,6 +76,13 @@ class Machine:
     process_name: Callable[[int], str | None] = lambda pid: None
     pid: int | None = 0
     read_kernel_log: Callable[[], str | None] = lambda: None
+    keras_config: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def configured_keras_backend(self) -> str | None:
+        """The backend ``keras.json`` names, if any."""
+        backend = self.keras_config.get("backend")
+        return backend if isinstance(backend, str) and backend else None
 
     @classmethod
     def this_one(cls) -> Machine:
@@ -94,7 +105,24 @@ class Machine:
             process_name=process_name,
             pid=listed_pid(),
             read_kernel_log=read_kernel_log if sys.platform == "linux" else lambda: None,
+            keras_config=read_keras_config(environ),
         )
+
+
+def read_keras_config(environ: Mapping[str, str]) -> dict[str, Any]:
+    """Keras' ``keras.json`` where Keras itself looks for it: in ``$KERAS_HOME``, else in
+    ``.keras`` in the home folder (in ``/tmp`` where the home folder cannot be written). Empty
+    where there is none, or where it holds no JSON object; never written (Keras writes it)."""
+    folder = environ.get("KERAS_HOME")
+    if folder is None:
+        home = os.path.expanduser("~")
+        folder = os.path.join(home if os.access(home, os.W_OK) else "/tmp", ".keras")
+    try:
+        with open(os.path.expanduser(os.path.join(folder, "keras.json")), encoding="utf-8") as file:
+            config = json.load(file)
+    except (OSError, ValueError):
+        return {}
+    return config if isinstance(config, dict) else {}
 
 
 def installed_version(distribution: str) -> str | None:

@@ -9,6 +9,7 @@ import pytest
 
 from ipy_gpuguard.doctor import CHECKS, Status, run_doctor
 from ipy_gpuguard.doctor.frameworks import FrameworkView
+from ipy_gpuguard.doctor.machine import read_keras_config
 from ipy_gpuguard.telemetry import TelemetryUnavailable
 
 from ..telemetry.fake_pynvml import FakeGpu, make_fake_nvml
@@ -678,6 +679,32 @@ def test_the_imported_keras_says_its_backend_over_the_environment():
     modules = {"keras.src.backend.config": config}
     report = run_doctor(machine(environ={"KERAS_BACKEND": "tensorflow"}, modules=modules))
     assert report.check("memory_settings").verdict.found == "JAX preallocates 75%"
+
+
+def test_a_backend_named_in_keras_json_is_the_one_keras_will_train_on(tmp_path):
+    """Before ``import keras``, a backend chosen in ``keras.json`` (where Keras looks for it:
+    ``$KERAS_HOME``) was not seen: a Keras-on-JAX person was told of TensorFlow's memory
+    growth."""
+    (tmp_path / "keras.json").write_text('{"backend": "jax", "floatx": "float32"}')
+    config = read_keras_config({"KERAS_HOME": str(tmp_path)})
+    report = run_doctor(machine(keras_config=config))
+    assert report.check("memory_settings").verdict.found == "JAX preallocates 75%"
+    assert "keras.json names the backend jax" in report.check("packages").verdict.details
+    overridden = run_doctor(machine(keras_config=config, environ={"KERAS_BACKEND": "tensorflow"}))
+    assert overridden.check("memory_settings").verdict.found != "JAX preallocates 75%"
+    assert (
+        "keras.json names the backend jax, which KERAS_BACKEND=tensorflow overrides"
+        in overridden.check("packages").verdict.details
+    )
+
+
+@pytest.mark.parametrize("text", [None, "{not json", '["jax"]', '{"backend": 3}'])
+def test_a_missing_or_broken_keras_json_names_no_backend(tmp_path, text):
+    if text is not None:
+        (tmp_path / "keras.json").write_text(text)
+    config = read_keras_config({"KERAS_HOME": str(tmp_path)})
+    assert machine(keras_config=config).configured_keras_backend is None
+    assert not (tmp_path / "keras.json").exists() or text is not None  # never written
 
 
 FAST, SLOW = "NVIDIA GeForce RTX 4090", "NVIDIA GeForce GTX 1080 Ti"
