@@ -281,7 +281,8 @@ class GPUGuardMagics(Magics):
 
     def _forecast(self, as_data: bool) -> dict[str, Any] | None:
         """The last guarded fit's forecast: printed, or as data (``None`` when there is none),
-        with the execution count of its cell."""
+        with the execution count of its cell and whether that was the last guarded cell (a
+        later one that ran no fit the guard saw keeps the forecast)."""
         from ..cards.forecast_words import kept_forecast_lines  # cards load with the first card
 
         session = self.session
@@ -289,7 +290,11 @@ class GPUGuardMagics(Magics):
         if as_data:
             if kept is None or kept.forecast is None:
                 return None
-            return {**kept.forecast.as_data(), "execution_count": kept.execution_count}
+            return {
+                **kept.forecast.as_data(),
+                "execution_count": kept.execution_count,
+                "of_last_guarded_cell": session.last_cell_fitted,
+            }
         print("\n".join(kept_forecast_lines(kept, session.last_cell_fitted)))
         return None
 

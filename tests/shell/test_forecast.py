@@ -65,6 +65,7 @@ def test_a_guarded_fit_on_arrays_leaves_a_measured_forecast():
     assert data is not None, run.stdout[-2000:] + run.stderr[-2000:]
     assert data["basis"] == "measured"
     assert data["batch_size"] == 64
+    assert data["of_last_guarded_cell"] is True
     assert data["step"] >= MEASURED_AFTER
     assert data["capacity_bytes"] == 8 << 30  # the simulated GPU's
     assert data["peak_bytes"] > 0
@@ -211,6 +212,7 @@ def test_a_fit_the_guard_did_not_see_is_not_given_an_earlier_cells_forecast():
     data = json.loads(line.removeprefix("FORECAST-JSON "))
     assert data is not None, out[-2000:] + run.stderr[-2000:]
     assert (data["batch_size"], data["execution_count"]) == (64, fitted)
+    assert data["of_last_guarded_cell"] is False
     said = out[out.index("FORECAST-JSON") :].splitlines()[1:]
     assert said[0] == (
         "The last guarded cell ran no fit the guard saw (a fit that failed before its first "
