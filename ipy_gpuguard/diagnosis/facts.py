@@ -115,10 +115,19 @@ FACT_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
 )
 
 
+#: TensorFlow's header of an error raised in a ``tf.data`` iterator's op, with the device it
+#: placed the op on: always the CPU, where the pipeline runs, whatever the person's code inside
+#: it (a generator, a ``py_function``) allocated on. A JAX out-of-memory error there names no
+#: device of its own, and was read as out of CPU memory.
+_PIPELINE_PLACEMENT = re.compile(
+    r"\{\{function_node __wrapped__\w*Iterator\w*?_device_/job:[^}]*\}\}"
+)
+
+
 def extract_facts(texts: Iterable[str]) -> dict[str, FactValue]:
     """Every fact the patterns find in ``texts`` (earlier texts first), read into its type."""
     found: dict[str, FactValue] = {}
-    texts = list(texts)
+    texts = [_PIPELINE_PLACEMENT.sub("", text) for text in texts]
     for pattern in FACT_PATTERNS:
         for text in texts:
             for match in pattern.finditer(text):

@@ -302,6 +302,37 @@ def test_the_title_names_the_device_the_error_names_or_the_cpu_a_simulated_gpu_s
     assert diagnose(text, Context(devices=(device,))).title == title
 
 
+PIPELINE_OP = (
+    "UnknownError: {{function_node __wrapped__IteratorGetNext_output_types_2_device_/job:localhost"
+    "/replica:0/task:0/device:CPU:0}} "
+)
+
+
+@pytest.mark.parametrize(
+    ("inside", "title"),
+    [
+        (  # the person's generator ran JAX on the GPU: JAX's error names no device
+            "XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
+            "17179869184 bytes.\n\t [[{{node PyFunc}}]] [Op:IteratorGetNext]",
+            "Out of GPU memory (XLA)",
+        ),
+        (  # TensorFlow's own, in a map of the pipeline: on the CPU, and it says so
+            "OOM when allocating tensor with shape[100000,100000] and type float on "
+            "/job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu [Op:IteratorGetNext]",
+            "Out of CPU memory",
+        ),
+    ],
+)
+def test_an_error_raised_in_a_tf_data_pipeline_is_not_placed_on_the_cpu_by_its_header(
+    inside, title
+):
+    """TensorFlow heads an error of an iterator's op with the device it placed the op on,
+    always the CPU: a JAX out-of-memory error raised in the person's generator was titled out of
+    CPU memory."""
+    device = DeviceMemory(0, "NVIDIA A100-SXM4-80GB", 80 * GIB, GIB, None)
+    assert diagnose(PIPELINE_OP + inside, Context(devices=(device,))).title == title
+
+
 LAUNCH_FAILURE = "RuntimeError: CUDA error: unspecified launch failure"
 
 
