@@ -143,6 +143,11 @@ class FitForecaster:
         #: Why the cell's first fit has no forecast (yet); ``None`` before a fit, or once made.
         self.unforeseen: Unforeseen | None = None
 
+    @property
+    def fit_seen(self) -> bool:
+        """A fit has begun in the cell: the forecast, or why there is none, is this cell's."""
+        return self._fits_seen > 0
+
     def fit_began(self, model: Any, arguments: Mapping[str, Any], epoch_steps: int | None) -> None:
         """From the fit's own thread, as it begins: the first fit of the cell is forecast.
         Never raises: an error of the guard's stops the forecast and is said in the panel."""
@@ -201,7 +206,8 @@ class FitForecaster:
         if samples_of(x, y) is None or fit.device_batch < 2 or self._capacity is None:
             return
         capacity = self._capacity.capacity_bytes
-        most = None if fit.samples is None else max(fit.samples // fit.replicas, 1)
+        # the most a device takes of the samples: a share of them, rounded up
+        most = None if fit.samples is None else -(-fit.samples // fit.replicas)
         made = compiled_line(
             lambda size: step_need_bytes(fit.model, x, y, size), fit.device_batch, capacity, most
         )

@@ -285,17 +285,16 @@ class GPUGuardMagics(Magics):
         later one that ran no fit the guard saw keeps the forecast)."""
         from ..cards.forecast_words import kept_forecast_lines  # cards load with the first card
 
-        session = self.session
-        kept = session.last_forecast
+        kept, of_last_cell = self.session.forecast_now()
         if as_data:
             if kept is None or kept.forecast is None:
                 return None
             return {
                 **kept.forecast.as_data(),
                 "execution_count": kept.execution_count,
-                "of_last_guarded_cell": session.last_cell_fitted,
+                "of_last_guarded_cell": of_last_cell,
             }
-        print("\n".join(kept_forecast_lines(kept, session.last_cell_fitted)))
+        print("\n".join(kept_forecast_lines(kept, of_last_cell)))
         return None
 
     def guard_options(self, line: str, cell: str | None = None) -> GuardOptions:

@@ -42,6 +42,7 @@ from ..retry.aftermath import (
     state_outcome,
     stopped_in_the_guard,
 )
+from ..retry.fit_forecast import FitForecaster
 from ..retry.notes import NoteKind, SearchNote
 from ..retry.outcome import Ending
 from ..telemetry import DeviceBackend, open_backend
@@ -318,19 +319,23 @@ class GuardSession:
         self._active = None
         self.last_run = run
         view = run.finish(ended_with)
-        forecaster = run.forecaster
-        self.last_cell_fitted = any(
-            said is not None
-            for said in (forecaster.forecast, forecaster.unforeseen, forecaster.error)
-        )
-        if self.last_cell_fitted:  # a cell with no fit keeps the last fit's
-            self.last_forecast = KeptForecast(
-                forecaster.forecast,
-                forecaster.unforeseen,
-                None if forecaster.forecast is not None else forecaster.error,
-                execution_count,
-            )
+        fitted = _kept(run.forecaster, execution_count)
+        self.last_cell_fitted = fitted is not None
+        if fitted is not None:  # a cell with no fit keeps the last fit's
+            self.last_forecast = fitted
         return FinishedCell(run, view, options, cell, cell_id, watch)
+
+    def forecast_now(self) -> tuple[KeptForecast | None, bool]:
+        """The last guarded fit's forecast, and whether it is of the last guarded cell. Asked
+        inside a guarded cell: that cell's own once its fit has begun (none yet, until its
+        first steps have been read), else the one kept, an earlier cell's."""
+        if self._active is None:
+            return self.last_forecast, self.last_cell_fitted
+        _, run, *_, execution_count, _ = self._active
+        forecaster = run.forecaster
+        if not forecaster.fit_seen:
+            return self.last_forecast, False
+        return _kept(forecaster, execution_count) or KeptForecast(None), True
 
     def ended(self, outcome: str, rule_id: str | None = None) -> None:
         """Record how the guarded cell ended in the kernel's state file."""
@@ -700,3 +705,16 @@ class GuardSession:
             self._timeouts.clear()
         if backend is not None:
             backend.close()
+
+
+def _kept(forecaster: FitForecaster, execution_count: int | None) -> KeptForecast | None:
+    """What a guarded cell's fit leaves for ``%gpuguard forecast``: its forecast, or why it has
+    none; ``None`` where the cell ran no fit the guard saw."""
+    if all(said is None for said in (forecaster.forecast, forecaster.unforeseen, forecaster.error)):
+        return None
+    return KeptForecast(
+        forecaster.forecast,
+        forecaster.unforeseen,
+        None if forecaster.forecast is not None else forecaster.error,
+        execution_count,
+    )

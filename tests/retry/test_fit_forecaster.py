@@ -493,3 +493,22 @@ def test_a_largest_batch_below_the_samples_is_left_as_it_is():
     assert forecast.largest_batch is not None
     assert forecast.largest_batch < 1024
     assert not forecast.every_sample_fits
+
+
+@pytest.mark.parametrize("samples", [10, 1002, 1000])
+def test_a_compiled_forecast_over_replicas_says_every_sample_fits(monkeypatch, samples):
+    """Four replicas split the cell's batch: a device takes at most a quarter of the samples,
+    rounded up; rounded down, the words said "the largest batch that fits ≈ 8" of 10 samples
+    whose line reaches millions."""
+    from ipy_gpuguard.retry import fit_forecast
+
+    monkeypatch.setattr(fit_forecast, "keras_on_jax", lambda model: True)  # as on JAX
+    monkeypatch.setattr(fit_forecast, "keras_only", lambda model: True)
+    monkeypatch.setattr(fit_forecast, "replicas_of", lambda model: 4)
+    monkeypatch.setattr(fit_forecast, "step_need_bytes", lambda m, x, y, size: MiB + 1024 * size)
+    forecaster = FitForecaster(lambda: Capacity(8 << 30), lambda: 0, lambda: 0)
+    arrays = {"x": np.zeros((samples, 8), "float32"), "y": np.zeros(samples), "batch_size": 32}
+    forecaster.fit_began(Model(), arrays, None)
+    forecast = forecaster.forecast
+    assert forecast is not None
+    assert (forecast.largest_batch, forecast.every_sample_fits) == (samples, True)

@@ -39,6 +39,14 @@ shell.run_line_magic("load_ext", "ipy_gpuguard")
 shell.run_cell("%%gpuguard --interval 0.05\\n" + {cell!r})
 print("FORECAST-JSON", json.dumps(shell.run_line_magic("gpuguard", "forecast --json")))
 shell.run_line_magic("gpuguard", "forecast")
+shell.run_cell("%%gpuguard --interval 0.05\\n"
+               "before = %gpuguard forecast --json\\n"
+               "model.fit(x, y, batch_size=48, epochs=1, verbose=0)\\n"
+               "after = %gpuguard forecast --json", store_history=True)
+print("INSIDE", json.dumps([
+    None if asked is None else [asked["batch_size"], asked["of_last_guarded_cell"]]
+    for asked in (shell.user_ns["before"], shell.user_ns["after"])
+]))
 """
 
 
@@ -186,6 +194,14 @@ shell.run_cell("%%gpuguard --interval 0.05\\n"
                store_history=True)
 print("FORECAST-JSON", json.dumps(shell.run_line_magic("gpuguard", "forecast --json")))
 shell.run_line_magic("gpuguard", "forecast")
+shell.run_cell("%%gpuguard --interval 0.05\\n"
+               "before = %gpuguard forecast --json\\n"
+               "model.fit(x, y, batch_size=48, epochs=1, verbose=0)\\n"
+               "after = %gpuguard forecast --json", store_history=True)
+print("INSIDE", json.dumps([
+    None if asked is None else [asked["batch_size"], asked["of_last_guarded_cell"]]
+    for asked in (shell.user_ns["before"], shell.user_ns["after"])
+]))
 """
 
 
@@ -220,6 +236,12 @@ def test_a_fit_the_guard_did_not_see_is_not_given_an_earlier_cells_forecast():
         f"guarded fit is of In [{fitted}]:"
     )
     assert said[1].startswith("Forecast (measured, at step 2): peak ")
+    # asked inside a later guarded cell: the earlier forecast is not that cell's, before its
+    # fit; after it, the cell's own (none yet where its steps were not read in time)
+    (line,) = [line for line in out.splitlines() if line.startswith("INSIDE ")]
+    before, after = json.loads(line.removeprefix("INSIDE "))
+    assert before == [64, False]
+    assert after is None or after == [48, True]
 
 
 def test_forecast_takes_no_value(shell):
