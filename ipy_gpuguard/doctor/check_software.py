@@ -61,7 +61,11 @@ def packages(findings: Findings) -> Verdict:
         details.append(f"KERAS_BACKEND={backend}")
     configured = findings.machine.configured_keras_backend
     if configured:
-        over = f", which KERAS_BACKEND={backend} overrides" if backend else ""
+        over = (
+            f", which KERAS_BACKEND={backend} overrides"
+            if backend not in (None, "", configured)
+            else ""
+        )
         details.append(f"keras.json names the backend {configured}{over}")
     found = ", ".join(installed) or "none of TensorFlow, Keras, PyTorch, JAX"
     if missing and installed:
@@ -75,7 +79,33 @@ def packages(findings: Findings) -> Verdict:
             tuple(details),
             findings.remedies("install_gpu_tensorflow"),
         )
+    unknown = _unknown_keras_backend(findings)
+    if unknown:
+        return Verdict(Status.WARNING, unknown, tuple(details))
     return Verdict(Status.OK, found, tuple(details))
+
+
+#: The backends Keras 3 imports: with any other name, ``import keras`` fails.
+KERAS_BACKENDS = ("tensorflow", "jax", "torch", "numpy", "openvino")
+
+
+def _unknown_keras_backend(findings: Findings) -> str | None:
+    """Why ``import keras`` will fail, where ``KERAS_BACKEND`` (or, without it, ``keras.json``)
+    names a backend Keras 3 does not know ("pytorch" for "torch")."""
+    machine = findings.machine
+    installed = version_tuple(machine.version_of("keras") or "")
+    if installed is None or installed < (3,):
+        return None
+    environ = machine.environ.get("KERAS_BACKEND")
+    named, where = (
+        (environ, "KERAS_BACKEND") if environ else (machine.configured_keras_backend, "keras.json")
+    )
+    if named is None or named in KERAS_BACKENDS:
+        return None
+    return (
+        f"{where} names the backend {named!r}, which Keras {version_text(installed)} does not "
+        f"know ({', '.join(KERAS_BACKENDS)}): import keras fails"
+    )
 
 
 #: The frameworks Keras 3 runs on besides TensorFlow: with one of them, TensorFlow is optional.

@@ -12,6 +12,7 @@ import ctypes
 import json
 import os
 import platform
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -109,18 +110,35 @@ class Machine:
         )
 
 
+#: The most of ``keras.json`` read: Keras writes a few lines; a larger file is none of its.
+KERAS_CONFIG_MOST_BYTES = 1 << 16
+
+
 def read_keras_config(environ: Mapping[str, str]) -> dict[str, Any]:
     """Keras' ``keras.json`` where Keras itself looks for it: in ``$KERAS_HOME``, else in
     ``.keras`` in the home folder (in ``/tmp`` where the home folder cannot be written). Empty
-    where there is none, or where it holds no JSON object; never written (Keras writes it)."""
+    where there is none, or where it is no small file holding a JSON object (a pipe or a device
+    there is never waited on); never written (Keras writes it)."""
     folder = environ.get("KERAS_HOME")
     if folder is None:
         home = os.path.expanduser("~")
         folder = os.path.join(home if os.access(home, os.W_OK) else "/tmp", ".keras")
+    path = os.path.expanduser(os.path.join(folder, "keras.json"))
     try:
-        with open(os.path.expanduser(os.path.join(folder, "keras.json")), encoding="utf-8") as file:
-            config = json.load(file)
-    except (OSError, ValueError):
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return {}
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return {}
+        text = os.read(descriptor, KERAS_CONFIG_MOST_BYTES + 1)
+    except OSError:
+        return {}
+    finally:
+        os.close(descriptor)
+    try:
+        config = json.loads(text) if len(text) <= KERAS_CONFIG_MOST_BYTES else None
+    except (ValueError, RecursionError):  # no JSON, or nested too deep to read
         return {}
     return config if isinstance(config, dict) else {}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import types
 
 import pynvml
@@ -698,13 +699,55 @@ def test_a_backend_named_in_keras_json_is_the_one_keras_will_train_on(tmp_path):
     )
 
 
-@pytest.mark.parametrize("text", [None, "{not json", '["jax"]', '{"backend": 3}'])
+@pytest.mark.parametrize(
+    "text",
+    [None, "{not json", '["jax"]', '{"backend": 3}', "[" * 30_000 + "]" * 30_000],
+)
 def test_a_missing_or_broken_keras_json_names_no_backend(tmp_path, text):
     if text is not None:
         (tmp_path / "keras.json").write_text(text)
     config = read_keras_config({"KERAS_HOME": str(tmp_path)})
     assert machine(keras_config=config).configured_keras_backend is None
     assert not (tmp_path / "keras.json").exists() or text is not None  # never written
+
+
+@pytest.mark.parametrize("kind", ["pipe", "device", "folder", "large"])
+def test_a_keras_json_that_is_no_small_file_is_never_waited_on(tmp_path, kind):
+    """A pipe there would block the doctor for ever, ``/dev/zero`` fill its memory, and a
+    nesting deep enough a RecursionError printed its traceback."""
+    path = tmp_path / "keras.json"
+    if kind == "pipe":
+        os.mkfifo(path)
+    elif kind == "device":
+        path.symlink_to("/dev/zero")
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        path.write_text('{"backend": "jax", "note": "%s"}' % ("x" * 100_000))
+    assert read_keras_config({"KERAS_HOME": str(tmp_path)}) == {}
+
+
+@pytest.mark.parametrize(
+    ("environ", "config", "found"),
+    [
+        ({"KERAS_BACKEND": "pytorch"}, {}, "KERAS_BACKEND names the backend 'pytorch'"),
+        ({}, {"backend": "pytorch"}, "keras.json names the backend 'pytorch'"),
+    ],
+)
+def test_a_backend_keras_does_not_know_is_a_warning(environ, config, found):
+    packages = run_doctor(machine(environ=environ, keras_config=config)).check("packages")
+    assert packages.status is Status.WARNING
+    assert packages.verdict.found == (
+        f"{found}, which Keras 3.10.0 does not know (tensorflow, jax, torch, numpy, openvino): "
+        "import keras fails"
+    )
+    fine = run_doctor(machine(environ={"KERAS_BACKEND": "torch"}, keras_config=config))
+    assert fine.check("packages").status is Status.OK  # KERAS_BACKEND comes first
+
+
+def test_keras_json_and_keras_backend_that_agree_are_not_said_to_override():
+    report = run_doctor(machine(environ={"KERAS_BACKEND": "jax"}, keras_config={"backend": "jax"}))
+    assert "keras.json names the backend jax" in report.check("packages").verdict.details
 
 
 FAST, SLOW = "NVIDIA GeForce RTX 4090", "NVIDIA GeForce GTX 1080 Ti"
