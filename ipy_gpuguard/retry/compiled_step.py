@@ -11,9 +11,10 @@ here: 17.6 MB "peak" against 80 MB of temporaries for a small convolutional step
 
 Lowering traces the step: the Python of every layer's ``call``, of the loss, the metrics and
 the train step runs once more. That is Keras' own code only where :func:`keras_only` says so;
-a model with a layer, loss, metric or train step of the person's, or with a method of Keras'
-own classes they replaced, is never traced by the guard (their code runs exactly as often as
-without it), and gets the forecast from its first steps.
+a model with a layer, loss, metric or train step of the person's is never traced by the guard
+(their code runs exactly as often as without it), and gets the forecast from its first steps.
+Code of theirs the model's pieces do not show (a patch of Keras or JAX) is stopped before it
+runs (:mod:`.trace_guard`), and that model gets the forecast from its first steps too.
 
 Only the framework the person imported is used (``sys.modules``); nothing is imported here.
 """
@@ -26,10 +27,7 @@ import sys
 import types
 from typing import Any
 
-from ..watchdog.stacks import is_library_file
 from .own_attributes import (
-    class_dict,
-    classes_of,
     contents,
     defined_in,
     defines,
@@ -38,20 +36,18 @@ from .own_attributes import (
     qualified_name,
     sequence_items,
 )
+from .trace_guard import without_persons_code
 
 #: XLA's options for a program compiled only to be analysed, never run: no optimisation of the
 #: machine code, which comes after buffer assignment and leaves the analysis as it is (the same
 #: figures for all 19 models of the bench at two sizes, in 60% of the compile time).
 ANALYSIS_ONLY = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
-#: The library whose code alone may run when the guard traces a train step.
+#: The library whose objects alone a model traced by the guard may hold.
 KERAS = frozenset({"keras"})
-#: Functions written in C: a class's member of these kinds is no code of the person's.
-_BUILT_IN = (
-    types.BuiltinFunctionType,
-    types.WrapperDescriptorType,
-    types.MethodDescriptorType,
-    types.ClassMethodDescriptorType,
-)
+#: The packages whose code (and their requirements') a trace of the step may run: Keras, its
+#: backend, and the frameworks whose data Keras reads when they are imported (``tf.data``, a
+#: torch ``DataLoader``; Keras asks TensorFlow whether it executes eagerly).
+TRACED = ("keras", "jax", "tensorflow", "torch")
 #: What JAX gives a dtype that NumPy has wider: Keras feeds the step the narrower one.
 _NARROWED = {"float64": "float32", "int64": "int32", "uint64": "uint32"}
 
@@ -98,10 +94,8 @@ def _holds_only_keras(pieces: list[Any]) -> bool:
     dicts there, and the Keras objects those hold in turn. An activation, a ``Lambda``'s
     function, a regularizer, a schedule or a metric's function is held by its layer, optimizer
     or metric; the person's optimizer by Keras' ``LossScaleOptimizer`` under mixed precision; the
-    function of ``keras.ops.map`` by the functional graph's node that calls it. The methods
-    of their classes are asked too (:func:`_methods_only_keras`)."""
+    function of ``keras.ops.map`` by the functional graph's node that calls it."""
     seen: set[int] = set()
-    asked: set[type] = set()  # classes whose methods were asked
     waiting = list(pieces)
     while waiting:
         value = waiting.pop()
@@ -118,55 +112,8 @@ def _holds_only_keras(pieces: list[Any]) -> bool:
         elif kind is types.MethodType:
             waiting.append(types.MethodType.__dict__["__self__"].__get__(value))
         elif kind is not types.FunctionType and not issubclass(kind, type):
-            if kind not in asked and not _methods_only_keras(value):
-                return False
-            asked.add(kind)
             waiting += instance_dict(value).values()
     return True
-
-
-def _methods_only_keras(piece: Any) -> bool:
-    """Every method, static or class method and property that Keras' classes among
-    ``piece``'s class and its bases define is Keras' own: one replaced in the notebook
-    (``keras.Model.compute_loss = mine``) is the person's code, which the trace would run.
-    Keras' classes also hold a library's wrappers (optree's pytree methods, ``contextlib``'s),
-    the standard library's (an enum's, a named tuple's) and built-ins."""
-    for klass in classes_of(piece):
-        if not defined_in(klass, KERAS):
-            continue
-        for member in class_dict(klass).values():
-            if not all(_no_code_of_the_persons(function) for function in _functions_of(member)):
-                return False
-    return True
-
-
-def _no_code_of_the_persons(function: Any) -> bool:
-    """Keras' own, a built-in, or a function in a library's or the standard library's files
-    whose wrapped function, if any, is no code of the person's either."""
-    kind = type(function)
-    if _of_keras(function) or kind in _BUILT_IN:
-        return True
-    if kind is not types.FunctionType:
-        return False
-    function_attributes = types.FunctionType.__dict__
-    code = function_attributes["__code__"].__get__(function)
-    wrapped = function_attributes["__dict__"].__get__(function).get("__wrapped__")
-    return is_library_file(code.co_filename) and (
-        wrapped is None or _no_code_of_the_persons(wrapped)
-    )
-
-
-def _functions_of(member: Any) -> list[Any]:
-    """The code a class's ``member`` runs when called: a function, or what a static or class
-    method or a property wraps; a class, or data, runs none."""
-    kind = type(member)
-    if kind in (staticmethod, classmethod):
-        return [kind.__dict__["__func__"].__get__(member)]
-    if kind is property:
-        return [f for f in (member.fget, member.fset, member.fdel) if f is not None]
-    if issubclass(kind, type) or not defines(kind, "__call__"):
-        return []
-    return [member]
 
 
 def _of_keras(piece: Any) -> bool:
@@ -202,17 +149,10 @@ def _keras_function(function: types.FunctionType) -> bool:
 
 def step_need_bytes(model: Any, x: Any, y: Any, batch: int) -> int:
     """The bytes the model's compiled train step needs at ``batch``: XLA's arguments and
-    outputs, less what they alias, plus its temporaries."""
+    outputs, less what they alias, plus its temporaries. :class:`.trace_guard.PersonsCode`
+    where reading the model's state or tracing its step would have run code of the person's."""
     jax = sys.modules["jax"]
-    step = jax.jit(model.train_step, donate_argnums=0)  # as Keras jits it
-    state = (
-        _specs(jax, model.trainable_variables),
-        _specs(jax, model.non_trainable_variables),
-        _specs(jax, model.optimizer.variables),
-        _specs(jax, model.metrics_variables),
-    )
-    data = (_batch_spec(jax, x, batch), _batch_spec(jax, y, batch))
-    lowered = step.lower(state, data)
+    lowered = without_persons_code(lambda: _lowered(jax, model, x, y, batch), TRACED)
     try:
         compiled = lowered.compile(compiler_options=ANALYSIS_ONLY)
     except Exception:  # a JAX whose XLA does not take these options
@@ -224,6 +164,18 @@ def step_need_bytes(model: Any, x: Any, y: Any, batch: int) -> int:
         - memory.alias_size_in_bytes
         + memory.temp_size_in_bytes
     )
+
+
+def _lowered(jax: Any, model: Any, x: Any, y: Any, batch: int) -> Any:
+    """The train step lowered for the shapes of the model's state and of one batch."""
+    step = jax.jit(model.train_step, donate_argnums=0)  # as Keras jits it
+    state = (
+        _specs(jax, model.trainable_variables),
+        _specs(jax, model.non_trainable_variables),
+        _specs(jax, model.optimizer.variables),
+        _specs(jax, model.metrics_variables),
+    )
+    return step.lower(state, (_batch_spec(jax, x, batch), _batch_spec(jax, y, batch)))
 
 
 def _specs(jax: Any, variables: Any) -> list[Any]:

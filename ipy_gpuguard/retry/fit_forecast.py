@@ -44,6 +44,7 @@ from .own_attributes import (
     qualified_name,
     replicas_of,
 )
+from .trace_guard import PersonsCode
 
 #: The training step at whose end the allocator's peak is read: the first traces and compiles
 #: the step, the second runs it as every later step will.
@@ -208,9 +209,15 @@ class FitForecaster:
         capacity = self._capacity.capacity_bytes
         # the most a device takes of the samples: a share of them, rounded up
         most = None if fit.samples is None else -(-fit.samples // fit.replicas)
-        made = compiled_line(
-            lambda size: step_need_bytes(fit.model, x, y, size), fit.device_batch, capacity, most
-        )
+        try:
+            made = compiled_line(
+                lambda size: step_need_bytes(fit.model, x, y, size),
+                fit.device_batch,
+                capacity,
+                most,
+            )
+        except PersonsCode:
+            return  # measured from the first steps instead
         if made is None:
             return
         line, largest = made

@@ -187,15 +187,9 @@ def is_users(filename: str, name_cell: CellNamer | None = None, home: str | None
         return filename.startswith("<ipython-input-")
     if name_cell is not None and name_cell(filename) is not None:
         return True
-    if is_library_file(filename):
+    if library_package(filename) is not None:
         return False
     return os.path.realpath(filename).startswith(_root(home if home is not None else os.getcwd()))
-
-
-def is_library_file(filename: str) -> bool:
-    """Whether a file lies in an installed package, this one or the standard library."""
-    path = os.path.realpath(filename)
-    return any(path.startswith(root) for root in _library_roots())
 
 
 def _is_cell(filename: str, name_cell: CellNamer) -> bool:
@@ -203,12 +197,20 @@ def _is_cell(filename: str, name_cell: CellNamer) -> bool:
 
 
 def library_of(filename: str) -> str:
-    """The top-level package a library file belongs to (``keras``); ``python`` for the stdlib."""
+    """The top-level package a library file belongs to (``keras``); ``python`` for the stdlib;
+    the file's own name for a file of no library."""
+    return library_package(filename) or os.path.basename(filename)
+
+
+@cache
+def library_package(filename: str) -> str | None:
+    """The top-level package a library file belongs to (``keras``); ``python`` for the stdlib,
+    ``ipy_gpuguard`` for this package; ``None`` for a file of no library."""
     path = os.path.realpath(filename)
     for root, label in _library_roots().items():
         if path.startswith(root):
             return label or path[len(root) :].split(os.sep)[0].removesuffix(".py")
-    return os.path.basename(filename)
+    return None
 
 
 @cache

@@ -170,17 +170,7 @@ seen["loss wrapped twice"].compile("adam", twice_wrapped)
 keras.mixed_precision.set_global_policy("mixed_float16")  # Keras wraps the optimizer in its own
 seen["mixed precision"] = model(keras.layers.Dense(4))
 seen["schedule, mixed precision"] = model(optimizer=keras.optimizers.SGD(learning_rate=Schedule()))
-only = {{name: compiled_step.keras_only(m) for name, m in seen.items()}}
-
-keras_own = keras.Model.compute_loss
-def compute_loss(self, *args, **kwargs):  # the person's patch of Keras' own class
-    return keras_own(self, *args, **kwargs)
-keras.Model.compute_loss = compute_loss
-only["Keras' method patched"] = compiled_step.keras_only(model(keras.layers.Dense(4)))
-keras.layers.Dense.kernel = property(lambda layer: layer._kernel)
-keras.Model.compute_loss = keras_own
-only["Keras' property patched"] = compiled_step.keras_only(model(keras.layers.Dense(4)))
-print("KERAS_ONLY", json.dumps(only))
+print("KERAS_ONLY", json.dumps({{name: compiled_step.keras_only(m) for name, m in seen.items()}}))
 """
 
 
@@ -188,9 +178,8 @@ print("KERAS_ONLY", json.dumps(only))
 def test_a_model_that_keeps_a_function_of_the_persons_is_never_traced_by_the_guard():
     """Tracing the step runs every function a layer, the optimizer or a metric keeps, however
     deep: an activation, a ``Lambda``'s function, a regularizer, a schedule or a metric of the
-    person's (also inside Keras' own wrappers, or mapped by an op of the graph, or patched into
-    Keras' own class) would run once more for each size XLA is asked, so such a model gets no
-    compiled forecast."""
+    person's (also inside Keras' own wrappers, or mapped by an op of the graph) would run once
+    more for each size XLA is asked, so such a model gets no compiled forecast."""
     assert printed_on_jax(KEPT_CODE, "KERAS_ONLY") == {
         "keras alone": True,
         "keras ops": True,
@@ -203,6 +192,118 @@ def test_a_model_that_keeps_a_function_of_the_persons_is_never_traced_by_the_gua
         "regularizer": False,
         "schedule": False,
         "metric": False,
-        "Keras' method patched": False,  # keras.Model.compute_loss = the person's
-        "Keras' property patched": False,
     }
+
+
+PATCHED = """
+import functools, json, sys
+sys.path.insert(0, {root!r})
+import jax, keras, numpy as np
+from keras.src.backend.common.stateless_scope import StatelessScope
+from ipy_gpuguard.retry import compiled_step
+from ipy_gpuguard.retry.trace_guard import PersonsCode
+
+calls = []
+
+def counted(original):
+    def persons(*args, **kwargs):  # the person's code: it counts each run
+        calls.append(1)
+        return original(*args, **kwargs)
+    return persons
+
+class Counting:  # a descriptor of the person's
+    def __init__(self, original):
+        self.original = original
+    def __get__(self, instance, owner=None):
+        calls.append(1)
+        return self.original.__get__(instance, owner)
+
+class their_property(property):
+    pass
+
+trainer = next(k for k in keras.Model.__mro__ if "compute_loss" in vars(k))
+holder = next(k for k in keras.layers.Dense.__mro__ if "trainable_variables" in vars(k))
+compute_loss, variables = vars(trainer)["compute_loss"], vars(holder)["trainable_variables"]
+patches = {{
+    "a method of Keras' class": (trainer, "compute_loss", counted(compute_loss)),
+    "a descriptor": (trainer, "compute_loss", Counting(compute_loss)),
+    "a partialmethod": (trainer, "compute_loss", functools.partialmethod(counted(compute_loss))),
+    "a property subclass": (holder, "trainable_variables", their_property(counted(variables.fget))),
+    "a function of jax.nn": (jax.nn, "relu", counted(jax.nn.relu)),
+    "a class Keras makes in the step": (StatelessScope, "__enter__", counted(StatelessScope.__enter__)),
+}}
+
+def fit(patch, watched):
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4, activation="relu"),
+                              keras.layers.Dense(1)])
+    model.compile("adam", "mse")
+    x = np.random.default_rng(0).random((64, 8), dtype="float32")
+    seen = {{}}
+    class Forecast(keras.callbacks.Callback):  # where the guard makes its compiled forecast
+        def on_train_begin(self, logs=None):
+            before = len(calls)
+            try:
+                seen["bytes"] = compiled_step.step_need_bytes(model, x, x[:, :1], 16)
+            except PersonsCode as error:
+                seen["refused"] = str(error)
+            seen["ran"] = len(calls) - before
+    owner, name, replacement = patches.get(patch, (None, None, None))
+    kept = vars(owner).get(name) if owner is not None else None
+    if owner is not None:
+        setattr(owner, name, replacement)
+    calls.clear()
+    try:
+        model.fit(x, x[:, :1], batch_size=16, epochs=1, verbose=0,
+                  callbacks=[Forecast()] if watched else [])
+    finally:
+        if owner is not None:
+            setattr(owner, name, kept)
+    seen["calls"] = len(calls)
+    seen["weights"] = [w.tolist() for w in model.get_weights()]
+    return seen
+
+results = {{}}
+for patch in [None, *patches]:
+    watched, alone = fit(patch, True), fit(patch, False)
+    results[str(patch)] = {{
+        "forecast": "bytes" in watched,
+        "ran in the trace": watched["ran"],
+        "said": watched.get("refused", ""),
+        "same run as without the guard": (watched["calls"], watched["weights"])
+        == (alone["calls"], alone["weights"]),
+    }}
+
+previous = lambda frame, event, arg: None  # a profiler of the person's on this thread
+sys.setprofile(previous)
+results["profiled"] = fit(None, True).get("refused", "")
+results["profiler kept"] = sys.getprofile() is previous
+sys.setprofile(None)
+print("PATCHED", json.dumps(results))
+"""
+
+
+@pytest.mark.tensorflow
+def test_code_of_the_persons_patched_into_keras_or_jax_never_runs_in_the_guards_trace():
+    """The model's pieces are Keras' own, but the person patched Keras or JAX (helper 19: a
+    method of a Keras class, a descriptor, a ``partialmethod``, a ``property`` subclass, a
+    function of ``jax.nn`` a layer looks up as it runs, a class Keras only makes inside the
+    step): their code ran in the guard's trace, up to 5 times a size. The trace is now stopped
+    before their code's first line, the forecast is left to the first steps, and the fit runs
+    as it would without the guard (the same calls of their code, the same weights)."""
+    results = printed_on_jax(PATCHED, "PATCHED")
+    unpatched = results.pop("None")
+    assert unpatched == {
+        "forecast": True,
+        "ran in the trace": 0,
+        "said": "",
+        "same run as without the guard": True,
+    }
+    profiled, kept = results.pop("profiled"), results.pop("profiler kept")
+    assert profiled == "a profiler watches this thread"
+    assert kept
+    for patch, seen in results.items():
+        assert not seen["forecast"], patch
+        assert seen["ran in the trace"] == 0, patch
+        assert seen["said"].startswith("the trace reached code of the person's"), patch
+        assert seen["same run as without the guard"], patch

@@ -1,0 +1,125 @@
+"""Run library code that may call into the person's, stopping it before any of theirs runs.
+
+Tracing Keras' train step (:mod:`.compiled_step`) runs the Python of Keras and JAX. The model's
+own pieces are read beforehand (:func:`.compiled_step.keras_only`), but the person may have
+patched the libraries themselves: a method of a Keras class, a function of ``jax.nn`` that a
+layer looks up as it runs, a context manager Keras enters, through a descriptor or a wrapper
+of any kind. Rather than list every way in, a profile function watches each Python call the
+trace makes: the first whose code is not of the libraries the trace runs on (Keras, its
+backend and what they require, the standard library, the guard) is stopped as it is called,
+before its first line, by an exception no library code catches (a ``BaseException``). The
+trace unwinds through library frames alone (their ``finally`` blocks and context managers run,
+as for a Ctrl-C), and its caller gets :class:`PersonsCode`; nothing of the person's ran.
+
+The profile function is the thread's own (``sys.setprofile``): the person's other threads are
+not watched. Where the person profiles this thread already (``cProfile``, a profiler of
+theirs), nothing is traced: the guard would take their profiler's place.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Iterable
+from functools import cache
+from importlib import metadata
+from types import CodeType, FrameType
+from typing import Any, TypeVar
+
+from ..watchdog.stacks import library_package
+
+T = TypeVar("T")
+
+#: What a distribution's requirement names first: ``numpy>=1.26`` is numpy's.
+_REQUIREMENT_NAME = re.compile(r"[A-Za-z0-9._-]+")
+
+
+class PersonsCode(Exception):
+    """A trace would have run code of the person's (which did not run), or could not be
+    watched: no trace is made."""
+
+
+class _Reached(BaseException):
+    """Stops a trace at the person's code: a ``BaseException``, which the libraries' ``except
+    Exception`` lets through, and which the person's code, stopped before its first line, never
+    meets."""
+
+
+def without_persons_code(run: Callable[[], T], packages: Iterable[str]) -> T:
+    """``run()``, watched: it may call the code of ``packages`` (and of what they require), the
+    standard library's and the guard's; :class:`PersonsCode` where it was about to call other
+    code, or where this thread is profiled already."""
+    if sys.getprofile() is not None:
+        raise PersonsCode("a profiler watches this thread")
+    allowed = trace_libraries(frozenset(packages))
+    verdicts: dict[CodeType, bool] = {}
+
+    def watch(frame: FrameType, event: str, argument: Any) -> None:
+        if event != "call":
+            return
+        code = frame.f_code
+        verdict = verdicts.get(code)
+        if verdict is None:
+            verdict = verdicts[code] = _of_libraries(code, frame, allowed)
+        if not verdict:
+            raise _Reached(f"{code.co_name} ({code.co_filename})")
+
+    sys.setprofile(watch)
+    try:
+        return run()
+    except _Reached as reached:
+        raise PersonsCode(f"the trace reached code of the person's: {reached}") from None
+    finally:
+        sys.setprofile(None)
+
+
+def _of_libraries(code: CodeType, frame: FrameType, allowed: frozenset[str]) -> bool:
+    """Code in the files of ``allowed`` packages, the standard library's (frozen modules too),
+    or code a library generated (a dataclass's ``__init__``, a named tuple's ``__new__``),
+    judged by the module whose globals it runs in."""
+    filename = code.co_filename
+    if filename.startswith("<frozen "):
+        return filename[len("<frozen ") : -1].split(".")[0] in sys.stdlib_module_names
+    if filename.startswith("<"):
+        module = frame.f_globals.get("__name__")
+        if not isinstance(module, str):
+            return False
+        if module.startswith("namedtuple_"):
+            return True  # collections' own code, whosever the tuple
+        source = getattr(sys.modules.get(module), "__file__", None)
+        return isinstance(source, str) and library_package(source) in allowed
+    return library_package(filename) in allowed
+
+
+@cache
+def trace_libraries(packages: frozenset[str]) -> frozenset[str]:
+    """The packages whose code a trace may run: ``packages`` (whichever distribution installed
+    them: ``tensorflow`` from ``tensorflow-cpu``), those of what they require, however deep
+    (extras left out), the standard library's and the guard's."""
+    owners = metadata.packages_distributions()
+    wanted: set[str] = set()
+    waiting = [_normal(owner) for package in packages for owner in owners.get(package, ())]
+    while waiting:
+        name = waiting.pop()
+        if name in wanted:
+            continue
+        wanted.add(name)
+        try:
+            requirements = metadata.distribution(name).requires or []
+        except metadata.PackageNotFoundError:
+            continue
+        for requirement in requirements:
+            found = _REQUIREMENT_NAME.match(requirement)
+            if found and "extra ==" not in requirement:
+                waiting.append(_normal(found.group(0)))
+    required = {
+        package
+        for package, distributions in owners.items()
+        if any(_normal(owner) in wanted for owner in distributions)
+    }
+    return frozenset(required | packages | {"python", "ipy_gpuguard"})
+
+
+def _normal(distribution: str) -> str:
+    """A distribution's name as its metadata is looked up: ``ml_dtypes`` is ``ml-dtypes``."""
+    return re.sub(r"[-_.]+", "-", distribution).lower()
