@@ -18,8 +18,11 @@ theirs), nothing is traced: the guard would take their profiler's place.
 
 from __future__ import annotations
 
+import gc
 import re
+import signal
 import sys
+import weakref
 from collections.abc import Callable, Iterable
 from functools import cache
 from importlib import metadata
@@ -48,21 +51,43 @@ class _Reached(BaseException):
 def without_persons_code(run: Callable[[], T], packages: Iterable[str]) -> T:
     """``run()``, watched: it may call the code of ``packages`` (and of what they require), the
     standard library's and the guard's; :class:`PersonsCode` where it was about to call other
-    code, or where this thread is profiled already."""
+    code, or where this thread is profiled already.
+
+    Code of the person's that the interpreter itself runs while the trace does is theirs to run
+    as it would without the guard, and is not watched inside: a finalizer (``__del__``, a
+    ``weakref.finalize``) as the garbage collector frees their objects, a signal handler, a
+    callback of the collector's.
+    """
     if sys.getprofile() is not None:
         raise PersonsCode("a profiler watches this thread")
     allowed = trace_libraries(frozenset(packages))
     verdicts: dict[CodeType, bool] = {}
+    on_their_own = _run_by_the_interpreter()
+    running_on_its_own: FrameType | None = None
 
     def watch(frame: FrameType, event: str, argument: Any) -> None:
+        nonlocal running_on_its_own
+        if running_on_its_own is not None:
+            if frame is running_on_its_own and event == "return":
+                running_on_its_own = None
+            return
         if event != "call":
             return
         code = frame.f_code
         verdict = verdicts.get(code)
         if verdict is None:
             verdict = verdicts[code] = _of_libraries(code, frame, allowed)
-        if not verdict:
-            raise _Reached(f"{code.co_name} ({code.co_filename})")
+        if verdict:
+            return
+        caller = frame.f_back
+        if (
+            code in on_their_own
+            or code.co_name == "__del__"
+            or (caller is not None and caller.f_code is _FINALIZER_CALL)
+        ):
+            running_on_its_own = frame
+            return
+        raise _Reached(f"{code.co_name} ({code.co_filename})")
 
     sys.setprofile(watch)
     try:
@@ -71,6 +96,18 @@ def without_persons_code(run: Callable[[], T], packages: Iterable[str]) -> T:
         raise PersonsCode(f"the trace reached code of the person's: {reached}") from None
     finally:
         sys.setprofile(None)
+
+
+#: What calls the function a ``weakref.finalize`` holds, as its object is freed.
+_FINALIZER_CALL = weakref.finalize.__call__.__code__
+
+
+def _run_by_the_interpreter() -> frozenset[CodeType]:
+    """The code of the signal handlers and the garbage collector's callbacks set now."""
+    handlers = [signal.getsignal(number) for number in signal.valid_signals()]
+    functions = [getattr(each, "__func__", each) for each in (*handlers, *gc.callbacks)]
+    codes = (getattr(function, "__code__", None) for function in functions)
+    return frozenset(code for code in codes if isinstance(code, CodeType))
 
 
 def _of_libraries(code: CodeType, frame: FrameType, allowed: frozenset[str]) -> bool:

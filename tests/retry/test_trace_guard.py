@@ -1,0 +1,106 @@
+"""The watch on a trace: code of the person's that the trace reaches never runs, and code of
+theirs that the interpreter runs meanwhile (a finalizer, a signal handler) runs as it would."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import gc
+import json
+import signal
+import sys
+import weakref
+
+import pytest
+
+from ipy_gpuguard.retry.trace_guard import PersonsCode, trace_libraries, without_persons_code
+
+#: A library's work that allocates for a while: the standard library's own code only.
+WORK = [[{"key": list(range(20))} for _ in range(200)] for _ in range(20)]
+
+
+def library_work() -> functools.partial:
+    return functools.partial(copy.deepcopy, WORK)
+
+
+def test_the_persons_code_a_library_calls_never_runs():
+    ran = []
+
+    def persons_default(value):
+        ran.append(value)
+        return str(value)
+
+    with pytest.raises(
+        PersonsCode, match="the trace reached code of the person's: persons_default"
+    ):
+        without_persons_code(functools.partial(json.dumps, {1j}, default=persons_default), ())
+    assert ran == []
+    assert sys.getprofile() is None
+
+
+def test_library_code_alone_runs_to_its_end():
+    assert without_persons_code(library_work(), ()) == WORK
+    assert sys.getprofile() is None
+
+
+def test_a_thread_the_person_profiles_is_not_traced_and_keeps_its_profiler():
+    def profiler(frame, event, argument):
+        return None
+
+    sys.setprofile(profiler)
+    try:
+        with pytest.raises(PersonsCode, match="a profiler watches this thread"):
+            without_persons_code(library_work(), ())
+        assert sys.getprofile() is profiler
+    finally:
+        sys.setprofile(None)
+
+
+def test_the_persons_finalizers_run_as_the_collector_frees_their_objects_during_a_trace(capfd):
+    """A collection during the trace (here run by the trace itself) frees the person's objects: their ``__del__`` and
+    ``weakref.finalize`` callbacks run, the code those call too, and nothing of the guard's is
+    printed (an exception raised in a finalizer is printed as "Exception ignored")."""
+    freed = []
+
+    def note(what):
+        freed.append(what)
+
+    class Theirs:
+        def __del__(self):
+            note("__del__")
+
+    class Cycle:
+        pass
+
+    first, second = Theirs(), Cycle()
+    first.other, second.other = second, first  # freed only by the collector
+    weakref.finalize(second, note, "finalize")
+    del first, second
+    assert without_persons_code(gc.collect, ()) > 0  # the collector, run by the trace
+    assert sorted(freed) == ["__del__", "finalize"]
+    assert "Exception ignored" not in capfd.readouterr().err
+
+
+def test_the_persons_signal_handler_runs_when_its_signal_comes_during_a_trace():
+    """Its handler, and the code that calls, run as without the guard (the signal is raised
+    by the library's own call here, so that it comes while the trace is watched)."""
+    caught = []
+
+    def noted(number):
+        caught.append(number)
+
+    def handler(number, frame):
+        noted(number)
+
+    previous = signal.signal(signal.SIGUSR1, handler)
+    try:
+        without_persons_code(functools.partial(signal.raise_signal, signal.SIGUSR1), ())
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert caught == [signal.SIGUSR1]
+
+
+def test_the_libraries_a_trace_may_run_are_those_required_however_deep():
+    allowed = trace_libraries(frozenset({"keras"}))
+    assert {"keras", "numpy", "optree", "python", "ipy_gpuguard"} <= allowed
+    assert "IPython" not in allowed
