@@ -12,8 +12,9 @@ trace unwinds through library frames alone (their ``finally`` blocks and context
 as for a Ctrl-C), and its caller gets :class:`PersonsCode`; nothing of the person's ran.
 
 The profile function is the thread's own (``sys.setprofile``): the person's other threads are
-not watched. Where the person profiles this thread already (``cProfile``, a profiler of
-theirs), nothing is traced: the guard would take their profiler's place.
+not watched. Where the person profiles or traces this thread already (``cProfile``, a debugger,
+coverage), nothing is traced: the guard would take their profiler's place, or their debugger
+stop at the guard's exception.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class _Reached(BaseException):
 def without_persons_code(run: Callable[[], T], packages: Iterable[str]) -> T:
     """``run()``, watched: it may call the code of ``packages`` (and of what they require), the
     standard library's and the guard's; :class:`PersonsCode` where it was about to call other
-    code, or where this thread is profiled already.
+    code, or where this thread is profiled or traced already.
 
     Code of the person's that the interpreter itself runs while the trace does is theirs to run
     as it would without the guard, and is not watched inside: a finalizer (``__del__``, a
@@ -60,6 +61,8 @@ def without_persons_code(run: Callable[[], T], packages: Iterable[str]) -> T:
     """
     if sys.getprofile() is not None:
         raise PersonsCode("a profiler watches this thread")
+    if sys.gettrace() is not None:  # a debugger would stop at the guard's exception
+        raise PersonsCode("a debugger or a tracer watches this thread")
     allowed = trace_libraries(frozenset(packages))
     verdicts: dict[CodeType, bool] = {}
     on_their_own = _run_by_the_interpreter()

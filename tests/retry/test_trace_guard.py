@@ -56,6 +56,22 @@ def test_a_thread_the_person_profiles_is_not_traced_and_keeps_its_profiler():
         sys.setprofile(None)
 
 
+def test_a_thread_the_persons_debugger_traces_is_not_traced():
+    """Their debugger would stop at the guard's exception in the frame it stopped."""
+    previous = sys.gettrace()
+
+    def debugger(frame, event, argument):
+        return None
+
+    sys.settrace(debugger)
+    try:
+        with pytest.raises(PersonsCode, match="a debugger or a tracer watches this thread"):
+            without_persons_code(library_work(), ())
+        assert sys.gettrace() is debugger
+    finally:
+        sys.settrace(previous)
+
+
 def test_the_persons_finalizers_run_as_the_collector_frees_their_objects_during_a_trace(capfd):
     """A collection during the trace (here run by the trace itself) frees the person's objects: their ``__del__`` and
     ``weakref.finalize`` callbacks run, the code those call too, and nothing of the guard's is
