@@ -121,13 +121,21 @@ def _of_libraries(code: CodeType, frame: FrameType, allowed: frozenset[str]) -> 
     if filename.startswith("<frozen "):
         return filename[len("<frozen ") : -1].split(".")[0] in sys.stdlib_module_names
     if filename.startswith("<"):
-        module = frame.f_globals.get("__name__")
-        if not isinstance(module, str):
+        module_name = frame.f_globals.get("__name__")
+        if not isinstance(module_name, str):
             return False
-        if module.startswith("namedtuple_"):
-            return True  # collections' own code, whosever the tuple
-        source = getattr(sys.modules.get(module), "__file__", None)
-        return isinstance(source, str) and library_package(source) in allowed
+        if (
+            module_name.startswith("namedtuple_")
+            and frame.f_globals.get("_tuple_new") is tuple.__new__
+        ):
+            return True  # a named tuple's __new__, which collections makes: no code of the person's
+        module = sys.modules.get(module_name)
+        source = getattr(module, "__file__", None)
+        return (
+            isinstance(source, str)
+            and library_package(source) in allowed
+            and frame.f_globals is getattr(module, "__dict__", None)  # not a name it took
+        )
     return library_package(filename) in allowed
 
 

@@ -120,3 +120,46 @@ def test_the_libraries_a_trace_may_run_are_those_required_however_deep():
     allowed = trace_libraries(frozenset({"keras"}))
     assert {"keras", "numpy", "optree", "python", "ipy_gpuguard"} <= allowed
     assert "IPython" not in allowed
+
+
+def test_code_made_in_the_notebook_under_a_librarys_name_is_the_persons():
+    """``exec`` with globals that say ``__name__ = "json"`` makes code of the person's, not
+    json's, whose module globals it does not run in."""
+    ran = []
+    made = {"__name__": "json", "ran": ran}
+    exec("def persons_default(value):\n    ran.append(value)\n    return str(value)\n", made)
+    with pytest.raises(PersonsCode, match="persons_default"):
+        without_persons_code(
+            functools.partial(json.dumps, {1j}, default=made["persons_default"]), ()
+        )
+    assert ran == []
+
+
+def test_a_dataclass_a_library_made_is_the_librarys():
+    """Its ``__init__`` is code a library generated (``<string>``), run in the module's own
+    globals."""
+    import dataclasses
+
+    point = dataclasses.make_dataclass("Point", ["x"], namespace={"__module__": "json"})
+    sys.modules["json"].Point = point
+    try:
+        assert without_persons_code(functools.partial(point, 1), ()).x == 1
+    finally:
+        del sys.modules["json"].Point
+
+
+def test_a_named_tuples_new_is_collections_and_a_name_taken_from_it_is_not():
+    """JAX makes named tuples at every step of a trace; their ``__new__`` is code collections
+    generates (``<string>``), in a namespace of its own."""
+    import collections
+
+    pair = collections.namedtuple("Pair", "left right")
+    assert without_persons_code(functools.partial(pair, 1, 2), ()) == (1, 2)
+    ran = []
+    made = {"__name__": "namedtuple_Pair", "ran": ran}
+    exec("def persons_default(value):\n    ran.append(value)\n    return str(value)\n", made)
+    with pytest.raises(PersonsCode, match="persons_default"):
+        without_persons_code(
+            functools.partial(json.dumps, {1j}, default=made["persons_default"]), ()
+        )
+    assert ran == []
