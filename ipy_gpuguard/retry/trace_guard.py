@@ -144,28 +144,47 @@ def trace_libraries(packages: frozenset[str]) -> frozenset[str]:
     """The packages whose code a trace may run: ``packages`` (whichever distribution installed
     them: ``tensorflow`` from ``tensorflow-cpu``), those of what they require, however deep
     (extras left out), the standard library's and the guard's."""
-    owners = metadata.packages_distributions()
-    wanted: set[str] = set()
-    waiting = [_normal(owner) for package in packages for owner in owners.get(package, ())]
+    wanted: dict[str, metadata.Distribution] = {}
+    waiting = [name for package in packages for name in _distributions_of(package)]
     while waiting:
-        name = waiting.pop()
+        name = _normal(waiting.pop())
         if name in wanted:
             continue
-        wanted.add(name)
         try:
-            requirements = metadata.distribution(name).requires or []
+            wanted[name] = distribution = metadata.distribution(name)
         except metadata.PackageNotFoundError:
             continue
-        for requirement in requirements:
+        for requirement in distribution.requires or []:
             found = _REQUIREMENT_NAME.match(requirement)
             if found and "extra ==" not in requirement:
-                waiting.append(_normal(found.group(0)))
-    required = {
-        package
-        for package, distributions in owners.items()
-        if any(_normal(owner) in wanted for owner in distributions)
-    }
+                waiting.append(found.group(0))
+    required = {package for each in wanted.values() for package in _packages_of(each)}
     return frozenset(required | packages | {"python", "ipy_gpuguard"})
+
+
+def _distributions_of(package: str) -> list[str]:
+    """The distributions that installed ``package``: the one of its name, else those the
+    installed metadata names (``tensorflow-cpu``; all of them read, so only where needed)."""
+    try:
+        metadata.distribution(package)
+    except metadata.PackageNotFoundError:
+        return list(metadata.packages_distributions().get(package, ()))
+    return [package]
+
+
+def _packages_of(distribution: metadata.Distribution) -> set[str]:
+    """The top-level packages a distribution installs: its ``top_level.txt``, else the first
+    folder (or module) of its files of code, as Python 3.11's own metadata infers them."""
+    listed = distribution.read_text("top_level.txt")
+    if listed:
+        return set(listed.split())
+    return {
+        file.parts[0].removesuffix(".py")
+        for file in distribution.files or ()
+        if file.suffix in (".py", ".so", ".pyd")
+        and file.parts[0] != ".."
+        and not file.parts[0].endswith((".dist-info", ".data"))
+    }
 
 
 def _normal(distribution: str) -> str:
