@@ -19,13 +19,15 @@ stop at the guard's exception.
 
 from __future__ import annotations
 
+import dis
 import gc
+import inspect
 import re
 import signal
 import sys
 import weakref
 from collections.abc import Callable, Iterable
-from functools import cache
+from functools import cache, lru_cache
 from importlib import metadata
 from types import CodeType, FrameType
 from typing import Any, TypeVar
@@ -56,8 +58,8 @@ def without_persons_code(run: Callable[[], T], packages: Iterable[str]) -> T:
 
     Code of the person's that the interpreter itself runs while the trace does is theirs to run
     as it would without the guard, and is not watched inside: a finalizer (``__del__``, a
-    ``weakref.finalize``) as the garbage collector frees their objects, a signal handler, a
-    callback of the collector's.
+    ``weakref.finalize``, a generator's ``finally`` as it is closed) as the garbage collector
+    frees their objects, a signal handler, a callback of the collector's.
     """
     if sys.getprofile() is not None:
         raise PersonsCode("a profiler watches this thread")
@@ -87,6 +89,7 @@ def without_persons_code(run: Callable[[], T], packages: Iterable[str]) -> T:
             code in on_their_own
             or code.co_name == "__del__"
             or (caller is not None and caller.f_code is _FINALIZER_CALL)
+            or _resumed(code, frame)
         ):
             running_on_its_own = frame
             return
@@ -99,6 +102,27 @@ def without_persons_code(run: Callable[[], T], packages: Iterable[str]) -> T:
         raise PersonsCode(f"the trace reached code of the person's: {reached}") from None
     finally:
         sys.setprofile(None)
+
+
+def _resumed(code: CodeType, frame: FrameType) -> bool:
+    """A generator's (or coroutine's) frame that carries on from where it gave way: one the
+    person started before the trace (one the trace starts is stopped as it starts), which the
+    collector closes as it frees it."""
+    return bool(code.co_flags & _SUSPENDING) and frame.f_lasti > _first_resume(code)
+
+
+#: The kinds of code whose frame is suspended and resumed.
+_SUSPENDING = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
+@lru_cache(maxsize=1024)
+def _first_resume(code: CodeType) -> int:
+    """Where a frame of ``code`` stands as it first runs: its first ``RESUME`` (Python 3.11 and
+    later), or before its first instruction (3.10)."""
+    resume = dis.opmap.get("RESUME")
+    if resume is None:
+        return -1
+    return next((each.offset for each in dis.get_instructions(code) if each.opcode == resume), -1)
 
 
 #: What calls the function a ``weakref.finalize`` holds, as its object is freed.

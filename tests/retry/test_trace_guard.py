@@ -88,13 +88,35 @@ def test_the_persons_finalizers_run_as_the_collector_frees_their_objects_during_
     class Cycle:
         pass
 
+    def batches():
+        try:
+            yield 1
+            yield 2
+        finally:
+            note("generator closed")
+
     first, second = Theirs(), Cycle()
     first.other, second.other = second, first  # freed only by the collector
     weakref.finalize(second, note, "finalize")
-    del first, second
+    started = batches()
+    next(started)
+    second.started = started
+    del first, second, started
     assert without_persons_code(gc.collect, ()) > 0  # the collector, run by the trace
-    assert sorted(freed) == ["__del__", "finalize"]
+    assert sorted(freed) == ["__del__", "finalize", "generator closed"]
     assert "Exception ignored" not in capfd.readouterr().err
+
+
+def test_a_generator_of_the_persons_that_the_trace_starts_is_stopped_as_it_starts():
+    ran = []
+
+    def persons_lines():
+        ran.append("started")
+        yield "line"
+
+    with pytest.raises(PersonsCode, match="persons_lines"):
+        without_persons_code(functools.partial(list, persons_lines()), ())
+    assert ran == []
 
 
 def test_the_persons_signal_handler_runs_when_its_signal_comes_during_a_trace():
