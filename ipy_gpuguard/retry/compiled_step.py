@@ -45,9 +45,13 @@ ANALYSIS_ONLY = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensiv
 #: The library whose objects alone a model traced by the guard may hold.
 KERAS = frozenset({"keras"})
 #: The packages whose code (and their requirements') a trace of the step may run: Keras, its
-#: backend, and the frameworks whose data Keras reads when they are imported (``tf.data``, a
-#: torch ``DataLoader``; Keras asks TensorFlow whether it executes eagerly).
-TRACED = ("keras", "jax", "tensorflow", "torch")
+#: backend, the frameworks whose data Keras reads when they are imported (``tf.data``, a torch
+#: ``DataLoader``; Keras asks TensorFlow whether it executes eagerly), and the kernel's, which
+#: a warning or a log line of the trace is written through (ipykernel's streams).
+TRACED = ("keras", "jax", "tensorflow", "torch", "IPython", "ipykernel")
+#: The backend whose objects a Keras object may hold besides Keras' own (a device mesh under
+#: ``keras.distribution``): its code is watched as the step is traced.
+BACKEND = frozenset({"jax", "jaxlib"})
 #: What JAX gives a dtype that NumPy has wider: Keras feeds the step the narrower one.
 _NARROWED = {"float64": "float32", "int64": "int32", "uint64": "uint32"}
 
@@ -107,7 +111,7 @@ def _holds_only_keras(pieces: list[Any]) -> bool:
         if items is not None:
             waiting += items
         elif not _of_keras(value):
-            if defines(kind, "__call__"):
+            if defines(kind, "__call__") and not defined_in(kind, BACKEND):
                 return False  # code of the person's (or of another library) the trace would run
         elif kind is types.MethodType:
             waiting.append(types.MethodType.__dict__["__self__"].__get__(value))

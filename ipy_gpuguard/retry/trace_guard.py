@@ -29,10 +29,11 @@ import weakref
 from collections.abc import Callable, Iterable
 from functools import cache, lru_cache
 from importlib import metadata
-from types import CodeType, FrameType
+from types import CodeType, FrameType, FunctionType, ModuleType
 from typing import Any, TypeVar
 
 from ..watchdog.stacks import library_package
+from .own_attributes import class_dict, classes_of
 
 T = TypeVar("T")
 
@@ -69,9 +70,10 @@ def without_persons_code(run: Callable[[], T], packages: Iterable[str]) -> T:
     verdicts: dict[CodeType, bool] = {}
     on_their_own = _run_by_the_interpreter()
     running_on_its_own: FrameType | None = None
+    stopped: str | None = None
 
     def watch(frame: FrameType, event: str, argument: Any) -> None:
-        nonlocal running_on_its_own
+        nonlocal running_on_its_own, stopped
         if running_on_its_own is not None:
             if frame is running_on_its_own and event == "return":
                 running_on_its_own = None
@@ -87,21 +89,45 @@ def without_persons_code(run: Callable[[], T], packages: Iterable[str]) -> T:
         caller = frame.f_back
         if (
             code in on_their_own
-            or code.co_name == "__del__"
+            or _finalizing(code, frame)
             or (caller is not None and caller.f_code is _FINALIZER_CALL)
             or _resumed(code, frame)
         ):
             running_on_its_own = frame
             return
-        raise _Reached(f"{code.co_name} ({code.co_filename})")
+        stopped = f"{code.co_name} ({code.co_filename})"
+        raise _Reached(stopped)
 
+    collecting = gc.isenabled()
+    gc.disable()  # no finalizer of the person's runs inside the trace: their objects wait
     sys.setprofile(watch)
     try:
-        return run()
-    except _Reached as reached:
-        raise PersonsCode(f"the trace reached code of the person's: {reached}") from None
+        result = run()
+    except _Reached:
+        pass
     finally:
         sys.setprofile(None)
+        if collecting:
+            gc.enable()
+    if stopped is not None:  # also where a library swallowed the stop: the rest went unwatched
+        raise PersonsCode(f"the trace reached code of the person's: {stopped}")
+    return result
+
+
+def _finalizing(code: CodeType, frame: FrameType) -> bool:
+    """The frame is the ``__del__`` of the object it is called on (by whatever name the person
+    wrote it, or wrapped), or a weak reference's callback, called with the reference whose
+    object has just been freed."""
+    if code.co_argcount < 1:
+        return False
+    instance = dict.get(frame.f_locals, code.co_varnames[0])
+    if type(instance) is weakref.ref and instance() is None:
+        return True
+    for klass in classes_of(instance):
+        finalizer = class_dict(klass).get("__del__")
+        if finalizer is not None:
+            return type(finalizer) is FunctionType and _FUNCTION_CODE.__get__(finalizer) is code
+    return False
 
 
 def _resumed(code: CodeType, frame: FrameType) -> bool:
@@ -125,6 +151,10 @@ def _first_resume(code: CodeType) -> int:
     return next((each.offset for each in dis.get_instructions(code) if each.opcode == resume), -1)
 
 
+#: A module's namespace, read through the module type's own descriptor.
+_MODULE_NAMESPACE: Any = vars(ModuleType)["__dict__"]
+#: A function's code, read through the function type's own descriptor.
+_FUNCTION_CODE: Any = vars(FunctionType)["__code__"]
 #: What calls the function a ``weakref.finalize`` holds, as its object is freed.
 _FINALIZER_CALL = weakref.finalize.__call__.__code__
 
@@ -145,20 +175,24 @@ def _of_libraries(code: CodeType, frame: FrameType, allowed: frozenset[str]) -> 
     if filename.startswith("<frozen "):
         return filename[len("<frozen ") : -1].split(".")[0] in sys.stdlib_module_names
     if filename.startswith("<"):
-        module_name = frame.f_globals.get("__name__")
+        namespace = frame.f_globals  # read through dict's own methods: a subclass is theirs
+        module_name = dict.get(namespace, "__name__")
         if not isinstance(module_name, str):
             return False
         if (
             module_name.startswith("namedtuple_")
-            and frame.f_globals.get("_tuple_new") is tuple.__new__
+            and dict.get(namespace, "_tuple_new") is tuple.__new__
         ):
             return True  # a named tuple's __new__, which collections makes: no code of the person's
-        module = sys.modules.get(module_name)
-        source = getattr(module, "__file__", None)
+        module = dict.get(sys.modules, module_name)
+        if not isinstance(module, ModuleType):
+            return False
+        module_namespace = _MODULE_NAMESPACE.__get__(module)
+        source = dict.get(module_namespace, "__file__")
         return (
             isinstance(source, str)
             and library_package(source) in allowed
-            and frame.f_globals is getattr(module, "__dict__", None)  # not a name it took
+            and namespace is module_namespace  # code that runs in the module, not in its name
         )
     return library_package(filename) in allowed
 

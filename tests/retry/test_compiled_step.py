@@ -307,3 +307,30 @@ def test_code_of_the_persons_patched_into_keras_or_jax_never_runs_in_the_guards_
         assert seen["ran in the trace"] == 0, patch
         assert seen["said"].startswith("the trace reached code of the person's"), patch
         assert seen["same run as without the guard"], patch
+
+
+DATA_PARALLEL = """
+import json, os, sys
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+sys.path.insert(0, {root!r})
+import keras, numpy as np
+from ipy_gpuguard.retry import compiled_step
+
+keras.distribution.set_distribution(keras.distribution.DataParallel())
+model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"),
+                          keras.layers.Dense(1)])
+model.compile("adam", "mse")
+x, y = np.zeros((64, 8), "float32"), np.zeros((64, 1), "float32")
+model.fit(x, y, batch_size=8, epochs=1, steps_per_epoch=1, verbose=0)
+print("SPREAD", json.dumps([compiled_step.keras_only(model),
+                            compiled_step.step_need_bytes(model, x, y, 32)]))
+"""
+
+
+@pytest.mark.tensorflow
+def test_a_model_spread_over_devices_by_keras_distribution_is_traced():
+    """Under ``keras.distribution.DataParallel`` the optimizer's variables hold JAX's device
+    mesh, a callable object of JAX's: it is the backend's, not the person's (helper 20)."""
+    only, need = printed_on_jax(DATA_PARALLEL, "SPREAD")
+    assert only is True
+    assert need > 0

@@ -186,3 +186,81 @@ def test_a_named_tuples_new_is_collections_and_a_name_taken_from_it_is_not():
             functools.partial(json.dumps, {1j}, default=made["persons_default"]), ()
         )
     assert ran == []
+
+
+def test_a_finalizer_by_another_name_runs_as_its_object_is_freed_in_a_trace(capfd):
+    """``__del__ = close``: the object freed by the trace's own work (its last reference
+    dropped) closes as it would, and nothing of the guard's is printed."""
+    closed = []
+
+    class Connection:
+        def close(self):
+            closed.append("closed")
+
+        __del__ = close
+
+    holder = {"connection": Connection()}
+    without_persons_code(functools.partial(dict.clear, holder), ())
+    assert closed == ["closed"]
+    assert "Exception ignored" not in capfd.readouterr().err
+
+
+def test_a_weak_references_callback_runs_as_the_trace_frees_its_object(capfd):
+    ran = []
+
+    class Theirs:
+        pass
+
+    def persons_callback(reference):
+        ran.append("called back")
+
+    theirs = Theirs()
+    holder = {"theirs": theirs}
+    reference = weakref.ref(theirs, persons_callback)
+    del theirs
+    without_persons_code(functools.partial(dict.clear, holder), ())
+    assert ran == ["called back"]
+    assert reference() is None
+    assert "Exception ignored" not in capfd.readouterr().err
+
+
+def test_a_stop_a_library_swallows_still_refuses_the_trace():
+    """asyncio runs a callback under ``except BaseException`` and only reports what it caught:
+    Python has taken the watch off with the stop, so the rest of the trace went unwatched, and
+    the trace is refused all the same."""
+    import asyncio
+
+    ran = []
+
+    def persons_callback():
+        ran.append("ran")
+
+    loop = asyncio.new_event_loop()
+    loop.set_exception_handler(lambda loop, context: None)  # asyncio's report, kept quiet
+    try:
+        handle = asyncio.Handle(persons_callback, (), loop)
+        with pytest.raises(PersonsCode, match="persons_callback"):
+            without_persons_code(handle._run, ())
+    finally:
+        loop.close()
+    assert ran == []
+
+
+def test_the_watch_reads_a_namespace_of_the_persons_without_its_methods():
+    """Code exec'd in a ``dict`` subclass of theirs: the watch reads its name through
+    ``dict``'s own ``get``, never theirs."""
+    asked = []
+
+    class Namespace(dict):
+        def get(self, key, default=None):
+            asked.append(key)
+            return super().get(key, default)
+
+    made = Namespace(__name__="json", ran=[])
+    exec("def persons_default(value):\n    ran.append(value)\n    return str(value)\n", made)
+    with pytest.raises(PersonsCode, match="persons_default"):
+        without_persons_code(
+            functools.partial(json.dumps, {1j}, default=made["persons_default"]), ()
+        )
+    assert asked == []
+    assert made["ran"] == []
