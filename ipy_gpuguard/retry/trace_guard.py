@@ -119,8 +119,8 @@ def _finalizing(code: CodeType, frame: FrameType) -> bool:
     wrote it, or wrapped), or a weak reference's callback, called with the reference whose
     object has just been freed."""
     if code.co_argcount < 1:
-        return False
-    instance = dict.get(frame.f_locals, code.co_varnames[0])
+        return False  # not a function's frame, whose locals are Python's own mapping
+    instance = frame.f_locals.get(code.co_varnames[0])
     if type(instance) is weakref.ref and instance() is None:
         return True
     for klass in classes_of(instance):
