@@ -8,8 +8,10 @@ of any kind. Rather than list every way in, a profile function watches each Pyth
 trace makes: the first whose code is not of the libraries the trace runs on (Keras, its
 backend and what they require, the standard library, the guard) is stopped as it is called,
 before its first line, by an exception no library code catches (a ``BaseException``). The
-trace unwinds through library frames alone (their ``finally`` blocks and context managers run,
-as for a Ctrl-C), and its caller gets :class:`PersonsCode`; nothing of the person's ran.
+trace unwinds through library frames (their ``finally`` blocks and context managers run, as for
+a Ctrl-C), and its caller gets :class:`PersonsCode`. Python takes a profile function off as it
+raises, so the unwinding itself is not watched: a second patch of the person's that a library's
+``finally`` calls would run (``sys.monitoring``, on Python 3.12 and later, stays on).
 
 The profile function is the thread's own (``sys.setprofile``): the person's other threads are
 not watched. Where the person profiles or traces this thread already (``cProfile``, a debugger,
@@ -58,9 +60,10 @@ def without_persons_code(run: Callable[[], T], packages: Iterable[str]) -> T:
     code, or where this thread is profiled or traced already.
 
     Code of the person's that the interpreter itself runs while the trace does is theirs to run
-    as it would without the guard, and is not watched inside: a finalizer (``__del__``, a
-    ``weakref.finalize``, a generator's ``finally`` as it is closed) as the garbage collector
-    frees their objects, a signal handler, a callback of the collector's.
+    as it would without the guard, and is not watched inside: a finalizer (``__del__``, a weak
+    reference's callback, a ``weakref.finalize``, a generator's ``finally`` as it is closed) as
+    their objects are freed, a signal handler, a callback of the collector's. The collector is
+    paused for the trace, so that it frees none of their objects inside it.
     """
     if sys.getprofile() is not None:
         raise PersonsCode("a profiler watches this thread")
