@@ -9,12 +9,12 @@ trace makes: the first whose code is not of the libraries the trace runs on (Ker
 backend and what they require, the standard library, the guard) is stopped as it is called,
 before its first line, by an exception no library code catches (a ``BaseException``). The
 trace unwinds through library frames (their ``finally`` blocks and context managers run, as for
-a Ctrl-C), and its caller gets :class:`PersonsCode`. Python takes a profile function off as it
-raises, so the unwinding itself is not watched: a second patch of the person's that a library's
-``finally`` calls would run (``sys.monitoring``, on Python 3.12 and later, stays on).
+a Ctrl-C), and its caller gets :class:`PersonsCode`. On Python 3.12 and later the watch is
+``sys.monitoring``'s, which stays on through that unwinding; before, a profile function, which
+Python takes off as it raises: there a second patch of the person's that a library's ``finally``
+calls after a stop would run.
 
-The profile function is the thread's own (``sys.setprofile``): the person's other threads are
-not watched. Where the person profiles or traces this thread already (``cProfile``, a debugger,
+Only the trace's own thread is watched: the person's other threads are not. Where the person profiles or traces this thread already (``cProfile``, a debugger,
 coverage), nothing is traced: the guard would take their profiler's place, or their debugger
 stop at the guard's exception.
 """
@@ -22,14 +22,16 @@ stop at the guard's exception.
 from __future__ import annotations
 
 import dis
+import functools
 import gc
 import inspect
+import operator
 import re
 import signal
 import sys
+import threading
 import weakref
 from collections.abc import Callable, Iterable
-from functools import cache, lru_cache
 from importlib import metadata
 from types import CodeType, FrameType, FunctionType, ModuleType
 from typing import Any, TypeVar
@@ -69,52 +71,131 @@ def without_persons_code(run: Callable[[], T], packages: Iterable[str]) -> T:
         raise PersonsCode("a profiler watches this thread")
     if sys.gettrace() is not None:  # a debugger would stop at the guard's exception
         raise PersonsCode("a debugger or a tracer watches this thread")
-    allowed = trace_libraries(frozenset(packages))
-    verdicts: dict[CodeType, bool] = {}
-    on_their_own = _run_by_the_interpreter()
-    running_on_its_own: FrameType | None = None
-    stopped: str | None = None
+    watch = _Watch(trace_libraries(frozenset(packages)))
+    collecting = gc.isenabled()
+    gc.disable()  # no finalizer of the person's runs inside the trace: their objects wait
+    try:
+        tool = _free_tool()
+        result = _profiled(run, watch) if tool is None else _monitored(run, watch, tool)
+    except _Reached:
+        pass
+    finally:
+        if collecting:
+            gc.enable()
+    if watch.stopped is not None:  # also where a library swallowed the stop
+        raise PersonsCode(f"the trace reached code of the person's: {watch.stopped}")
+    return result
 
-    def watch(frame: FrameType, event: str, argument: Any) -> None:
-        nonlocal running_on_its_own, stopped
-        if running_on_its_own is not None:
-            if frame is running_on_its_own and event == "return":
-                running_on_its_own = None
-            return
-        if event != "call":
-            return
-        code = frame.f_code
-        verdict = verdicts.get(code)
+
+class _Watch:
+    """What a trace may run, judged as each frame starts, and where it was stopped."""
+
+    def __init__(self, allowed: frozenset[str]) -> None:
+        self._allowed = allowed
+        self._verdicts: dict[CodeType, bool] = {}
+        self._on_their_own = _run_by_the_interpreter()
+        #: A frame of the person's that the interpreter runs on its own: not watched inside.
+        self.running_on_its_own: FrameType | None = None
+        self.stopped: str | None = None
+
+    def started(self, code: CodeType, frame: FrameType) -> None:
+        """A frame of ``code`` starts: :class:`_Reached` where it is code of the person's that
+        the trace calls."""
+        verdict = self._verdicts.get(code)
         if verdict is None:
-            verdict = verdicts[code] = _of_libraries(code, frame, allowed)
+            verdict = self._verdicts[code] = _of_libraries(code, frame, self._allowed)
         if verdict:
             return
         caller = frame.f_back
         if (
-            code in on_their_own
+            code in self._on_their_own
             or _finalizing(code, frame)
             or (caller is not None and caller.f_code is _FINALIZER_CALL)
             or _resumed(code, frame)
         ):
-            running_on_its_own = frame
+            self.running_on_its_own = frame
             return
-        stopped = f"{code.co_name} ({code.co_filename})"
-        raise _Reached(stopped)
+        reached = f"{code.co_name} ({code.co_filename})"
+        self.stopped = self.stopped or reached  # the first: what came after ran because of it
+        raise _Reached(reached)
 
-    collecting = gc.isenabled()
-    gc.disable()  # no finalizer of the person's runs inside the trace: their objects wait
-    sys.setprofile(watch)
+
+def _profiled(run: Callable[[], T], watch: _Watch) -> T:
+    """``run()`` under a profile function (Python 3.10 and 3.11). Python takes it off as it
+    raises: the unwinding after a stop is not watched."""
+
+    def profile(frame: FrameType, event: str, argument: Any) -> None:
+        if watch.running_on_its_own is not None:
+            if frame is watch.running_on_its_own and event == "return":
+                watch.running_on_its_own = None
+            return
+        if event == "call":
+            watch.started(frame.f_code, frame)
+
+    sys.setprofile(profile)
     try:
-        result = run()
-    except _Reached:
-        pass
+        return run()
     finally:
         sys.setprofile(None)
-        if collecting:
-            gc.enable()
-    if stopped is not None:  # also where a library swallowed the stop: the rest went unwatched
-        raise PersonsCode(f"the trace reached code of the person's: {stopped}")
-    return result
+
+
+def _monitored(run: Callable[[], T], watch: _Watch, tool: int) -> T:
+    """``run()`` under ``sys.monitoring`` (Python 3.12 and later), which stays on as its
+    callback raises: a library's ``finally`` that calls code of the person's after a stop is
+    stopped too. Its events come from every thread: the person's other threads pass."""
+    monitoring: Any = sys.monitoring  # type: ignore[attr-defined,unused-ignore]
+    owner = threading.get_ident()
+    # a frame that starts, and one that carries on where it gave way or is thrown into (a
+    # generator of the person's, closed by the collector)
+    events = (monitoring.events.PY_START, monitoring.events.PY_RESUME, monitoring.events.PY_THROW)
+
+    def started(code: CodeType, offset: int, *exception: BaseException) -> None:
+        if threading.get_ident() != owner:
+            return
+        frame = sys._getframe(1)  # the frame that starts or carries on
+        if watch.running_on_its_own is not None:
+            if _within(frame, watch.running_on_its_own):
+                return
+            watch.running_on_its_own = None
+        watch.started(code, frame)
+
+    for event in events:
+        monitoring.register_callback(tool, event, started)
+    monitoring.set_events(tool, functools.reduce(operator.or_, events))
+    try:
+        return run()
+    finally:
+        monitoring.set_events(tool, 0)
+        for event in events:
+            monitoring.register_callback(tool, event, None)
+        monitoring.free_tool_id(tool)
+
+
+#: The tool identifiers ``sys.monitoring`` leaves to tools other than debuggers, coverage,
+#: profilers and optimizers.
+_OTHER_TOOLS = (3, 4)
+
+
+def _free_tool() -> int | None:
+    """A ``sys.monitoring`` tool identifier, claimed for the guard; ``None`` before Python
+    3.12, or where none is free."""
+    monitoring: Any = getattr(sys, "monitoring", None)
+    if monitoring is None:
+        return None
+    for tool in _OTHER_TOOLS:
+        if monitoring.get_tool(tool) is None:
+            monitoring.use_tool_id(tool, "ipy_gpuguard")
+            return tool
+    return None
+
+
+def _within(frame: FrameType | None, ancestor: FrameType) -> bool:
+    """Whether ``frame`` runs inside ``ancestor`` (is it, or called from it)."""
+    while frame is not None:
+        if frame is ancestor:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _finalizing(code: CodeType, frame: FrameType) -> bool:
@@ -144,7 +225,7 @@ def _resumed(code: CodeType, frame: FrameType) -> bool:
 _SUSPENDING = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 
-@lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=1024)
 def _first_resume(code: CodeType) -> int:
     """Where a frame of ``code`` stands as it first runs: its first ``RESUME`` (Python 3.11 and
     later), or before its first instruction (3.10)."""
@@ -200,7 +281,7 @@ def _of_libraries(code: CodeType, frame: FrameType, allowed: frozenset[str]) -> 
     return library_package(filename) in allowed
 
 
-@cache
+@functools.cache
 def trace_libraries(packages: frozenset[str]) -> frozenset[str]:
     """The packages whose code a trace may run: ``packages`` (whichever distribution installed
     them: ``tensorflow`` from ``tensorflow-cpu``), those of what they require, however deep

@@ -264,3 +264,29 @@ def test_the_watch_reads_a_namespace_of_the_persons_without_its_methods():
         )
     assert asked == []
     assert made["ran"] == []
+
+
+@pytest.mark.skipif(
+    sys.version_info < (3, 12),
+    reason="before Python 3.12 the watch is a profile function, which Python takes off as it "
+    "raises (the unit suites of 3.12 and 3.13 run this)",
+)
+def test_code_of_the_persons_a_library_calls_as_it_unwinds_from_a_stop_is_stopped_too():
+    """``ExitStack`` calls every callback as it unwinds, also after one raised: the second
+    callback of the person's comes while the guard's stop is in flight."""
+    import contextlib
+
+    ran = []
+
+    def first():
+        ran.append("first")
+
+    def second():
+        ran.append("second")
+
+    stack = contextlib.ExitStack()
+    stack.callback(second)
+    stack.callback(first)  # called first
+    with pytest.raises(PersonsCode, match="first"):
+        without_persons_code(functools.partial(stack.__exit__, None, None, None), ())
+    assert ran == []
