@@ -290,3 +290,36 @@ def test_code_of_the_persons_a_library_calls_as_it_unwinds_from_a_stop_is_stoppe
     with pytest.raises(PersonsCode, match="first"):
         without_persons_code(functools.partial(stack.__exit__, None, None, None), ())
     assert ran == []
+
+
+def test_the_persons_other_threads_run_on_unwatched_during_a_trace():
+    """``sys.monitoring``'s events come from every thread: a thread of the person's that runs
+    its own code while the trace does is let pass, and meets nothing of the guard's."""
+    import threading
+
+    ran, failed = [], []
+    tracing, done = threading.Event(), threading.Event()
+
+    def persons_step():
+        ran.append(1)
+
+    def persons_loop():
+        try:
+            while not done.is_set():
+                persons_step()
+                tracing.set()
+        except BaseException as error:  # what the guard's exception would be
+            failed.append(error)
+
+    thread = threading.Thread(target=persons_loop)
+    thread.start()
+    tracing.wait(5)
+    try:
+        before = len(ran)
+        assert without_persons_code(library_work(), ()) == WORK
+        during = len(ran) - before
+    finally:
+        done.set()
+        thread.join(5)
+    assert failed == []
+    assert during > 0
