@@ -215,10 +215,11 @@ def _finalizing(code: CodeType, frame: FrameType) -> bool:
 
 
 def _resumed(code: CodeType, frame: FrameType) -> bool:
-    """A generator's (or coroutine's) frame that carries on from where it gave way: one the
-    person started before the trace (one the trace starts is stopped as it starts), which the
-    collector closes as it frees it."""
-    return bool(code.co_flags & _SUSPENDING) and frame.f_lasti > _first_resume(code)
+    """A generator's (or coroutine's) frame that carries on from where it gave way, or (Python
+    3.11) is closed before it started: one the person made before the trace, which the collector
+    closes as it frees it. One the trace starts stands at its first ``RESUME`` (on 3.10 a close
+    before the start looks the same, and is stopped: it would run none of their code)."""
+    return bool(code.co_flags & _SUSPENDING) and frame.f_lasti != _first_resume(code)
 
 
 #: The kinds of code whose frame is suspended and resumed.
