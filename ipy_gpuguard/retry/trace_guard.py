@@ -4,19 +4,19 @@ Tracing Keras' train step (:mod:`.compiled_step`) runs the Python of Keras and J
 own pieces are read beforehand (:func:`.compiled_step.keras_only`), but the person may have
 patched the libraries themselves: a method of a Keras class, a function of ``jax.nn`` that a
 layer looks up as it runs, a context manager Keras enters, through a descriptor or a wrapper
-of any kind. Rather than list every way in, a profile function watches each Python call the
-trace makes: the first whose code is not of the libraries the trace runs on (Keras, its
-backend and what they require, the standard library, the guard) is stopped as it is called,
-before its first line, by an exception no library code catches (a ``BaseException``). The
-trace unwinds through library frames (their ``finally`` blocks and context managers run, as for
-a Ctrl-C), and its caller gets :class:`PersonsCode`. On Python 3.12 and later the watch is
-``sys.monitoring``'s, which stays on through that unwinding; before, a profile function, which
-Python takes off as it raises: there a second patch of the person's that a library's ``finally``
-calls after a stop would run.
+of any kind. Rather than list every way in, a watch sees each Python frame the trace starts:
+the first whose code is not of the libraries the trace runs on (Keras, its backend and what
+they require, the standard library, the guard) is stopped as it starts, before its first line,
+by an exception no library code catches (a ``BaseException``). The trace unwinds through
+library frames (their ``finally`` blocks and context managers run, as for a Ctrl-C), and its
+caller gets :class:`PersonsCode`. On Python 3.12 and later the watch is ``sys.monitoring``'s,
+which stays on through that unwinding; before, a profile function, which Python takes off as it
+raises: there a second patch of the person's that a library's ``finally`` calls after a stop
+would run.
 
-Only the trace's own thread is watched: the person's other threads are not. Where the person profiles or traces this thread already (``cProfile``, a debugger,
-coverage), nothing is traced: the guard would take their profiler's place, or their debugger
-stop at the guard's exception.
+Only the trace's own thread is watched: the person's other threads are not. Where the person
+profiles or traces this thread already (``cProfile``, a debugger, coverage), nothing is traced:
+the guard would take their profiler's place, or their debugger stop at the guard's exception.
 """
 
 from __future__ import annotations
