@@ -24,9 +24,9 @@ class Model:
     trainable_weights = ()
 
 
-def fit(forecaster: FitForecaster, steps: StepRecorder, model: Model) -> None:
-    """A fit of 1,024 samples at 64 as the heartbeat tells it: its first steps' ends."""
-    forecaster.fit_began(model, {"x": np.zeros((1024, 8)), "batch_size": 64}, 16)
+def fit(forecaster: FitForecaster, steps: StepRecorder, model: Model, samples: int = 1024) -> None:
+    """A fit of ``samples`` at 64 as the heartbeat tells it: its first steps' ends."""
+    forecaster.fit_began(model, {"x": np.zeros((samples, 8)), "batch_size": 64}, samples // 64)
     for step in range(1, MEASURED_AFTER + 1):
         steps.step()
         forecaster.step_ended(model, step)
@@ -465,11 +465,7 @@ def test_the_largest_batch_is_at_most_the_samples_the_fit_trains_on():
         read_peak=peak_of_the_steps(steps, 20 * MiB),
         read_held=lambda: 10 * MiB,
     )
-    model = Model()
-    forecaster.fit_began(model, {"x": np.zeros((100, 8)), "batch_size": 64}, 2)
-    for step in range(1, MEASURED_AFTER + 1):
-        steps.step()
-        forecaster.step_ended(model, step)
+    fit(forecaster, steps, Model(), samples=100)
     forecast = forecaster.look()
     assert forecast is not None
     assert forecast.batch_size == 64

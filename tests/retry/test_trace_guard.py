@@ -166,12 +166,17 @@ def test_the_libraries_a_trace_may_run_are_those_required_however_deep():
     assert "ipywidgets" not in allowed  # installed, but no requirement of IPython's
 
 
+def made_in(namespace: dict) -> None:
+    """``persons_default`` exec'd in ``namespace``: it notes each value in its ``ran``."""
+    exec("def persons_default(value):\n    ran.append(value)\n    return str(value)\n", namespace)
+
+
 def test_code_made_in_the_notebook_under_a_librarys_name_is_the_persons():
     """``exec`` with globals that say ``__name__ = "json"`` makes code of the person's, not
     json's, whose module globals it does not run in."""
     ran = []
     made = {"__name__": "json", "ran": ran}
-    exec("def persons_default(value):\n    ran.append(value)\n    return str(value)\n", made)
+    made_in(made)
     with pytest.raises(PersonsCode, match="persons_default"):
         without_persons_code(
             functools.partial(json.dumps, {1j}, default=made["persons_default"]), ()
@@ -201,7 +206,7 @@ def test_a_named_tuples_new_is_collections_and_a_name_taken_from_it_is_not():
     assert without_persons_code(functools.partial(pair, 1, 2), ()) == (1, 2)
     ran = []
     made = {"__name__": "namedtuple_Pair", "ran": ran}
-    exec("def persons_default(value):\n    ran.append(value)\n    return str(value)\n", made)
+    made_in(made)
     with pytest.raises(PersonsCode, match="persons_default"):
         without_persons_code(
             functools.partial(json.dumps, {1j}, default=made["persons_default"]), ()
@@ -278,7 +283,7 @@ def test_the_watch_reads_a_namespace_of_the_persons_without_its_methods():
             return super().get(key, default)
 
     made = Namespace(__name__="json", ran=[])
-    exec("def persons_default(value):\n    ran.append(value)\n    return str(value)\n", made)
+    made_in(made)
     with pytest.raises(PersonsCode, match="persons_default"):
         without_persons_code(
             functools.partial(json.dumps, {1j}, default=made["persons_default"]), ()

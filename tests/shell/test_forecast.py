@@ -39,14 +39,6 @@ shell.run_line_magic("load_ext", "ipy_gpuguard")
 shell.run_cell("%%gpuguard --interval 0.05\\n" + {cell!r})
 print("FORECAST-JSON", json.dumps(shell.run_line_magic("gpuguard", "forecast --json")))
 shell.run_line_magic("gpuguard", "forecast")
-shell.run_cell("%%gpuguard --interval 0.05\\n"
-               "before = %gpuguard forecast --json\\n"
-               "model.fit(x, y, batch_size=48, epochs=1, verbose=0)\\n"
-               "after = %gpuguard forecast --json", store_history=True)
-print("INSIDE", json.dumps([
-    None if asked is None else [asked["batch_size"], asked["of_last_guarded_cell"]]
-    for asked in (shell.user_ns["before"], shell.user_ns["after"])
-]))
 """
 
 
