@@ -9,10 +9,10 @@ the first whose code is not of the libraries the trace runs on (Keras, its backe
 they require, the standard library, the guard) is stopped as it starts, before its first line,
 by an exception no library code catches (a ``BaseException``). The trace unwinds through
 library frames (their ``finally`` blocks and context managers run, as for a Ctrl-C), and its
-caller gets :class:`PersonsCode`. On Python 3.12 and later the watch is ``sys.monitoring``'s,
-which stays on through that unwinding; before, a profile function, which Python takes off as it
-raises: there a second patch of the person's that a library's ``finally`` calls after a stop
-would run.
+caller gets :class:`PersonsCode`. The watch stays on through that unwinding, so a second patch of
+the person's that a library's ``finally`` calls after a stop is stopped too: on Python 3.12 and
+later it is ``sys.monitoring``'s; before, a profile function, which Python would take off if it
+raised, so there a trace function of the frame's own stops it.
 
 Only the trace's own thread is watched: the person's other threads are not. Where the person
 profiles or traces this thread already (``cProfile``, a debugger, coverage), nothing is traced:
@@ -34,7 +34,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from importlib import metadata
 from types import CodeType, FrameType, FunctionType, ModuleType
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from ..watchdog.stacks import library_package
 from .own_attributes import class_dict, classes_of
@@ -98,14 +98,14 @@ class _Watch:
         self.running_on_its_own: FrameType | None = None
         self.stopped: str | None = None
 
-    def started(self, code: CodeType, frame: FrameType) -> None:
-        """A frame of ``code`` starts: :class:`_Reached` where it is code of the person's that
-        the trace calls."""
+    def started(self, code: CodeType, frame: FrameType) -> str | None:
+        """A frame of ``code`` starts: what it is, where it is code of the person's that the
+        trace calls, to be stopped (:meth:`stop`)."""
         verdict = self._verdicts.get(code)
         if verdict is None:
             verdict = self._verdicts[code] = _of_libraries(code, frame, self._allowed)
         if verdict:
-            return
+            return None
         caller = frame.f_back
         if (
             code in self._on_their_own
@@ -114,15 +114,19 @@ class _Watch:
             or _resumed(code, frame)
         ):
             self.running_on_its_own = frame
-            return
-        reached = f"{code.co_name} ({code.co_filename})"
+            return None
+        return f"{code.co_name} ({code.co_filename})"
+
+    def stop(self, reached: str) -> NoReturn:
+        """Stop the frame of the person's code ``reached``, and the trace with it."""
         self.stopped = self.stopped or reached  # the first: what came after ran because of it
         raise _Reached(reached)
 
 
 def _profiled(run: Callable[[], T], watch: _Watch) -> T:
-    """``run()`` under a profile function (Python 3.10 and 3.11). Python takes it off as it
-    raises: the unwinding after a stop is not watched."""
+    """``run()`` under a profile function (Python 3.10 and 3.11). Python takes a profile
+    function off as it raises, so the frame of the person's is stopped by a trace function of
+    its own instead (which Python takes off in turn): the unwinding after a stop stays watched."""
 
     def profile(frame: FrameType, event: str, argument: Any) -> None:
         if watch.running_on_its_own is not None:
@@ -130,13 +134,38 @@ def _profiled(run: Callable[[], T], watch: _Watch) -> T:
                 watch.running_on_its_own = None
             return
         if event == "call":
-            watch.started(frame.f_code, frame)
+            reached = watch.started(frame.f_code, frame)
+            if reached is not None:
+                _stop_before_its_first_instruction(frame, functools.partial(watch.stop, reached))
 
     sys.setprofile(profile)
     try:
         return run()
     finally:
         sys.setprofile(None)
+        if sys.gettrace() is _trace_no_frame:
+            sys.settrace(None)
+
+
+def _stop_before_its_first_instruction(frame: FrameType, stop: Callable[[], NoReturn]) -> None:
+    """``stop()`` in ``frame`` as Python is about to run its first line, or its first
+    instruction where its code has no line numbers. A frame that runs none (a generator closed
+    before it started) is not stopped."""
+
+    def stopped_here(frame: FrameType, event: str, argument: Any) -> Callable[..., Any]:
+        if event in ("line", "opcode"):  # not "exception": a close thrown in runs nothing yet
+            stop()
+        return stopped_here
+
+    frame.f_trace = stopped_here
+    frame.f_trace_lines = True
+    frame.f_trace_opcodes = True
+    sys.settrace(_trace_no_frame)  # Python calls a frame's own trace function only under one
+
+
+def _trace_no_frame(frame: FrameType, event: str, argument: Any) -> None:
+    """A thread's trace function that traces none of the frames that start: only the one
+    given a trace function of its own is traced."""
 
 
 def _monitored(run: Callable[[], T], watch: _Watch, tool: int) -> T:
@@ -157,7 +186,9 @@ def _monitored(run: Callable[[], T], watch: _Watch, tool: int) -> T:
             if _within(frame, watch.running_on_its_own):
                 return
             watch.running_on_its_own = None
-        watch.started(code, frame)
+        reached = watch.started(code, frame)
+        if reached is not None:
+            watch.stop(reached)
 
     for event in events:
         monitoring.register_callback(tool, event, started)
@@ -218,7 +249,7 @@ def _resumed(code: CodeType, frame: FrameType) -> bool:
     """A generator's (or coroutine's) frame that carries on from where it gave way, or (Python
     3.11) is closed before it started: one the person made before the trace, which the collector
     closes as it frees it. One the trace starts stands at its first ``RESUME`` (on 3.10 a close
-    before the start looks the same, and is stopped: it would run none of their code)."""
+    before the start looks the same: its frame runs no instruction, so is not stopped there)."""
     return bool(code.co_flags & _SUSPENDING) and frame.f_lasti != _first_resume(code)
 
 

@@ -108,11 +108,6 @@ def test_the_persons_finalizers_run_as_the_collector_frees_their_objects_during_
     assert "Exception ignored" not in capfd.readouterr().err
 
 
-@pytest.mark.skipif(
-    sys.version_info < (3, 11),
-    reason="Python 3.10 enters a generator closed before it started as one that starts: it is "
-    "stopped there (it would run none of the person's code)",
-)
 def test_a_generator_of_the_persons_closed_before_it_started_is_let_close(capfd):
     class Cycle:
         pass
@@ -252,8 +247,7 @@ def test_a_weak_references_callback_runs_as_the_trace_frees_its_object(capfd):
 
 def test_a_stop_a_library_swallows_still_refuses_the_trace():
     """asyncio runs a callback under ``except BaseException`` and only reports what it caught:
-    Python has taken the watch off with the stop, so the rest of the trace went unwatched, and
-    the trace is refused all the same."""
+    the trace carries on past the stop, and is refused all the same."""
     import asyncio
 
     ran = []
@@ -292,14 +286,10 @@ def test_the_watch_reads_a_namespace_of_the_persons_without_its_methods():
     assert made["ran"] == []
 
 
-@pytest.mark.skipif(
-    sys.version_info < (3, 12),
-    reason="before Python 3.12 the watch is a profile function, which Python takes off as it "
-    "raises (the unit suites of 3.12 and 3.13 run this)",
-)
 def test_code_of_the_persons_a_library_calls_as_it_unwinds_from_a_stop_is_stopped_too():
     """``ExitStack`` calls every callback as it unwinds, also after one raised: the second
-    callback of the person's comes while the guard's stop is in flight."""
+    callback of the person's comes while the guard's stop is in flight (before Python 3.12, a
+    profile function that raised would be off by then)."""
     import contextlib
 
     ran = []
