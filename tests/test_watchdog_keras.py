@@ -120,6 +120,28 @@ def test_keras_reports_steps_in_guarded_cells_only_and_is_put_back(keras_shell):
     assert heartbeats_in(keras_shell) == 0
 
 
+LIST_OF_THEIRS = """
+class Callbacks(list):
+    iterated = 0
+    def __iter__(self):
+        Callbacks.iterated += 1
+        return super().__iter__()
+"""
+
+
+def test_a_list_of_callbacks_of_the_persons_reaches_keras_as_without_the_guard(keras_shell):
+    """A ``list`` subclass of theirs: the guard never iterates it, and Keras holds the same
+    callbacks with the heartbeat beside them as it holds without the guard."""
+    assert keras_shell.run_cell(LIST_OF_THEIRS).success
+    made = "made = keras.callbacks.CallbackList(Callbacks([keras.callbacks.History()]))"
+    held = []
+    for prefix in ("", "%%gpuguard\n"):
+        assert keras_shell.run_cell(prefix + made).success
+        held.append([type(each).__name__ for each in keras_shell.user_ns["made"].callbacks])
+    assert held[1] == [*held[0], "HeartbeatCallback"]
+    assert keras_shell.user_ns["Callbacks"].iterated == 0
+
+
 def test_a_cell_that_imports_keras_itself_still_reports_steps(shell, monkeypatch):
     """The watchdog attaches to a Keras imported during the cell, at its next look."""
     import sys

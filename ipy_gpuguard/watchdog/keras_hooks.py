@@ -228,10 +228,12 @@ def _with_heartbeat(
 
 
 def _added(callbacks: Any, heartbeat: Any) -> list[Any]:
-    """The person's callbacks (none, one, or a list) and the heartbeat."""
+    """The person's callbacks (none, one, or a list) and the heartbeat, in a list that Keras
+    flattens as it would theirs alone. A subclass of ``list`` or ``tuple`` goes in whole, never
+    iterated by the guard: Keras 3 holds one as a single callback, Keras 2 reads its items."""
     if callbacks is None:
         return [heartbeat]
-    if isinstance(callbacks, list | tuple):
+    if type(callbacks) in (list, tuple):
         return [*callbacks, heartbeat]
     return [callbacks, heartbeat]
 
