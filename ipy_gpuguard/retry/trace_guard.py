@@ -11,30 +11,33 @@ by an exception no library code catches (a ``BaseException``). The trace unwinds
 library frames (their ``finally`` blocks and context managers run, as for a Ctrl-C), and its
 caller gets :class:`PersonsCode`. The watch stays on through that unwinding, so a second patch of
 the person's that a library's ``finally`` calls after a stop is stopped too: on Python 3.12 and
-later it is ``sys.monitoring``'s; before, a profile function, which Python would take off if it
-raised, so there a trace function of the frame's own stops it.
+later it is ``sys.monitoring``'s; before, a profile function and a trace function in turn
+(Python takes either off as it raises).
 
-Only the trace's own thread is watched: the person's other threads are not. Where the person
-profiles or traces this thread already (``cProfile``, a debugger, coverage), nothing is traced:
-the guard would take their profiler's place, or their debugger stop at the guard's exception.
+A stop skips what the person's code would have done: their wrapper of a library's cleanup
+leaves the library's state half put back. So the trace runs on a thread of its own, whose
+state (Keras' scopes, JAX's trace state) ends with it. Only that thread is watched: the
+person's other threads are not. Where the person profiles or traces their thread already
+(``cProfile``, a debugger, coverage), nothing is traced.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dis
 import functools
 import gc
 import inspect
 import operator
 import re
-import signal
 import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterable
 from importlib import metadata
 from types import CodeType, FrameType, FunctionType, ModuleType
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar, cast
 
 from ..watchdog.stacks import library_package
 from .own_attributes import class_dict, classes_of
@@ -57,15 +60,22 @@ class _Reached(BaseException):
 
 
 def without_persons_code(run: Callable[[], T], packages: Iterable[str]) -> T:
-    """``run()``, watched: it may call the code of ``packages`` (and of what they require), the
-    standard library's and the guard's; :class:`PersonsCode` where it was about to call other
-    code, or where this thread is profiled or traced already.
+    """``run()``, watched, on a thread of its own: it may call the code of ``packages`` (and of
+    what they require), the standard library's and the guard's; :class:`PersonsCode` where it
+    was about to call other code, or where this thread, or every new one, is profiled or traced
+    already.
+
+    The thread is its own so that what the libraries keep per thread (Keras' scopes, JAX's trace
+    state) and leave half put back where a stop skipped a cleanup of the person's (their wrapper
+    of a library's ``__exit__``) ends with it, and the person's thread carries on as before.
+    ``run`` brings along what it needs of its caller's (:func:`contextvars.copy_context`'s
+    variables come along).
 
     Code of the person's that the interpreter itself runs while the trace does is theirs to run
     as it would without the guard, and is not watched inside: a finalizer (``__del__``, a weak
     reference's callback, a ``weakref.finalize``, a generator's ``finally`` as it is closed) as
-    their objects are freed, a signal handler, a callback of the collector's. The collector is
-    paused for the trace, so that it frees none of their objects inside it.
+    their objects are freed, a callback of the collector's. The collector is paused for the
+    trace, so that it frees none of their objects inside it.
     """
     if sys.getprofile() is not None:
         raise PersonsCode("a profiler watches this thread")
@@ -75,16 +85,43 @@ def without_persons_code(run: Callable[[], T], packages: Iterable[str]) -> T:
     collecting = gc.isenabled()
     gc.disable()  # no finalizer of the person's runs inside the trace: their objects wait
     try:
-        tool = _free_tool()
-        result = _profiled(run, watch) if tool is None else _monitored(run, watch, tool)
-    except _Reached:
-        pass
+        return _on_a_thread_of_its_own(functools.partial(_watched, run, watch), watch)
     finally:
         if collecting:
             gc.enable()
-    if watch.stopped is not None:  # also where a library swallowed the stop
+
+
+def _on_a_thread_of_its_own(call: Callable[[], T], watch: _Watch) -> T:
+    """``call()`` on a new thread, in a copy of this one's context; what it raised, raised
+    here, as :class:`PersonsCode` where the watch stopped it (also where a library swallowed
+    the stop, or wrapped it in an error of its own)."""
+    outcome: list[tuple[bool, Any]] = []
+    context = contextvars.copy_context()
+
+    def trace() -> None:
+        try:
+            outcome.append((True, context.run(call)))
+        except BaseException as error:  # carried to the caller's thread
+            outcome.append((False, error))
+
+    thread = threading.Thread(target=trace, name="ipy_gpuguard trace", daemon=True)
+    thread.start()
+    thread.join()
+    returned, value = outcome[0]
+    if watch.stopped is not None:
         raise PersonsCode(f"the trace reached code of the person's: {watch.stopped}")
-    return result
+    if not returned:
+        raise value
+    return cast(T, value)
+
+
+def _watched(run: Callable[[], T], watch: _Watch) -> T:
+    """``run()`` under the watch, on the trace's thread: a tool of the person's that profiles
+    or traces every new thread (``threading.setprofile``) would be displaced."""
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        raise PersonsCode("a profiler or a tracer watches every new thread")
+    tool = _free_tool()
+    return _profiled(run, watch) if tool is None else _monitored(run, watch, tool)
 
 
 class _Watch:
@@ -93,7 +130,7 @@ class _Watch:
     def __init__(self, allowed: frozenset[str]) -> None:
         self._allowed = allowed
         self._verdicts: dict[CodeType, bool] = {}
-        self._on_their_own = _run_by_the_interpreter()
+        self._on_their_own = _collector_callbacks()
         #: A frame of the person's that the interpreter runs on its own: not watched inside.
         self.running_on_its_own: FrameType | None = None
         self.stopped: str | None = None
@@ -124,9 +161,11 @@ class _Watch:
 
 
 def _profiled(run: Callable[[], T], watch: _Watch) -> T:
-    """``run()`` under a profile function (Python 3.10 and 3.11). Python takes a profile
-    function off as it raises, so the frame of the person's is stopped by a trace function of
-    its own instead (which Python takes off in turn): the unwinding after a stop stays watched."""
+    """``run()`` under a profile function (Python 3.10 and 3.11), which judges each frame as it
+    starts. Python takes a profile or trace function off as it raises, so a stop is raised by
+    one of the two as the other is put on, which judges the frames that come after: the watch
+    stays on as the stop unwinds. Either raises as the frame starts, before its first
+    instruction (on 3.11 a first line that is a ``try`` lies inside it)."""
 
     def profile(frame: FrameType, event: str, argument: Any) -> None:
         if watch.running_on_its_own is not None:
@@ -134,38 +173,35 @@ def _profiled(run: Callable[[], T], watch: _Watch) -> T:
                 watch.running_on_its_own = None
             return
         if event == "call":
-            reached = watch.started(frame.f_code, frame)
-            if reached is not None:
-                _stop_before_its_first_instruction(frame, functools.partial(watch.stop, reached))
+            stop_if_theirs(frame, lambda: sys.settrace(trace))
+
+    def trace(frame: FrameType, event: str, argument: Any) -> Callable[..., Any] | None:
+        if watch.running_on_its_own is not None:
+            return None  # a frame inside it: its own frame's ``ended`` sees it return
+        stop_if_theirs(frame, lambda: sys.setprofile(profile))
+        if frame is watch.running_on_its_own:
+            frame.f_trace_lines = False
+            return ended
+        return None
+
+    def ended(frame: FrameType, event: str, argument: Any) -> Callable[..., Any]:
+        if event == "return":
+            watch.running_on_its_own = None
+        return ended
+
+    def stop_if_theirs(frame: FrameType, put_on_the_other: Callable[[], None]) -> None:
+        reached = watch.started(frame.f_code, frame)
+        if reached is not None:
+            with contextlib.suppress(Exception):  # an audit hook of theirs may refuse it
+                put_on_the_other()
+            watch.stop(reached)
 
     sys.setprofile(profile)
     try:
         return run()
     finally:
         sys.setprofile(None)
-        if sys.gettrace() is _trace_no_frame:
-            sys.settrace(None)
-
-
-def _stop_before_its_first_instruction(frame: FrameType, stop: Callable[[], NoReturn]) -> None:
-    """``stop()`` in ``frame`` as Python is about to run its first line, or its first
-    instruction where its code has no line numbers. A frame that runs none (a generator closed
-    before it started) is not stopped."""
-
-    def stopped_here(frame: FrameType, event: str, argument: Any) -> Callable[..., Any]:
-        if event in ("line", "opcode"):  # not "exception": a close thrown in runs nothing yet
-            stop()
-        return stopped_here
-
-    frame.f_trace = stopped_here
-    frame.f_trace_lines = True
-    frame.f_trace_opcodes = True
-    sys.settrace(_trace_no_frame)  # Python calls a frame's own trace function only under one
-
-
-def _trace_no_frame(frame: FrameType, event: str, argument: Any) -> None:
-    """A thread's trace function that traces none of the frames that start: only the one
-    given a trace function of its own is traced."""
+        sys.settrace(None)
 
 
 def _monitored(run: Callable[[], T], watch: _Watch, tool: int) -> T:
@@ -249,7 +285,7 @@ def _resumed(code: CodeType, frame: FrameType) -> bool:
     """A generator's (or coroutine's) frame that carries on from where it gave way, or (Python
     3.11) is closed before it started: one the person made before the trace, which the collector
     closes as it frees it. One the trace starts stands at its first ``RESUME`` (on 3.10 a close
-    before the start looks the same: its frame runs no instruction, so is not stopped there)."""
+    before the start looks the same, and is stopped: it would run none of their code)."""
     return bool(code.co_flags & _SUSPENDING) and frame.f_lasti != _first_resume(code)
 
 
@@ -275,10 +311,10 @@ _FUNCTION_CODE: Any = vars(FunctionType)["__code__"]
 _FINALIZER_CALL = weakref.finalize.__call__.__code__
 
 
-def _run_by_the_interpreter() -> frozenset[CodeType]:
-    """The code of the signal handlers and the garbage collector's callbacks set now."""
-    handlers = [signal.getsignal(number) for number in signal.valid_signals()]
-    functions = [getattr(each, "__func__", each) for each in (*handlers, *gc.callbacks)]
+def _collector_callbacks() -> frozenset[CodeType]:
+    """The code of the garbage collector's callbacks set now (signal handlers run on the main
+    thread, never the trace's)."""
+    functions = [getattr(each, "__func__", each) for each in gc.callbacks]
     codes = (getattr(function, "__code__", None) for function in functions)
     return frozenset(code for code in codes if isinstance(code, CodeType))
 

@@ -236,6 +236,12 @@ patches = {{
     "a second patch a library's finally calls": [(jax.nn, "relu", counted(jax.nn.relu)),
                                                   (keras.layers.Layer, "_maybe_reset_call_context",
                                                    counted(reset))],
+    # stopped as the stop at the first unwinds, Keras' own __exit__ never runs in the trace
+    "a wrapper of a library's cleanup": [(jax.nn, "relu", counted(jax.nn.relu)),
+                                         (StatelessScope, "__exit__",
+                                          counted(StatelessScope.__exit__))],
+    "a wrapper of a library's cleanup, reached first": [(StatelessScope, "__exit__",
+                                                         counted(StatelessScope.__exit__))],
 }}
 
 def fit(patch, watched):
@@ -296,7 +302,9 @@ def test_code_of_the_persons_patched_into_keras_or_jax_never_runs_in_the_guards_
     before their code's first line, the forecast is left to the first steps, and the fit runs
     as it would without the guard (the same calls of their code, the same weights). A second
     patch that Keras calls as the stop unwinds is stopped too (helper 20: it ran on Python 3.11,
-    where Python took the watch off with the stop)."""
+    where Python took the watch off with the stop). Where that patch wraps Keras' cleanup of a
+    scope, the scope is left open, on the trace's own thread (helper 21: on the fit's thread,
+    the fit then failed with JAX's ``UnexpectedTracerError``)."""
     results = printed_on_jax(PATCHED, "PATCHED")
     unpatched = results.pop("None")
     assert unpatched == {
