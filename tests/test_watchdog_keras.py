@@ -142,6 +142,61 @@ def test_a_list_of_callbacks_of_the_persons_reaches_keras_as_without_the_guard(k
     assert keras_shell.user_ns["Callbacks"].iterated == 0
 
 
+CALLBACK_FORMS = """
+import collections, json, sys
+sys.path.insert(0, {root!r})
+import keras
+from ipy_gpuguard.watchdog.keras_hooks import KerasHooks
+from ipy_gpuguard.watchdog.progress import StepRecorder
+
+Pair = collections.namedtuple("Pair", "first second")
+class Listed(list):
+    pass
+
+def forms():
+    history, stop = keras.callbacks.History(), keras.callbacks.EarlyStopping()
+    return {{
+        "none": None, "one": history, "list": [history], "tuple": (history, stop),
+        "empty": [], "nested": [[history], stop], "named tuple": Pair(history, stop),
+        "dict": {{"b": history, "a": stop}}, "list subclass": Listed([history]),
+    }}
+
+def made(callbacks):
+    try:
+        made = keras.callbacks.CallbackList(callbacks, add_history=True, model=None, epochs=1)
+    except Exception as error:
+        return type(error).__name__
+    kinds = [type(each).__name__ for each in made.callbacks if type(each).__name__ != "HeartbeatCallback"]
+    beats = [each for each in made.callbacks if type(each).__name__ == "HeartbeatCallback"]
+    return [kinds, made._async_train, [beat.params for beat in beats]]
+
+alone = {{name: made(callbacks) for name, callbacks in forms().items()}}
+hooks = KerasHooks(StepRecorder())
+hooks.attach_new()
+guarded = {{name: made(callbacks) for name, callbacks in forms().items()}}
+hooks.detach()
+print("FORMS", json.dumps({{"alone": alone, "guarded": guarded}}))
+"""
+
+
+@pytest.mark.tensorflow
+def test_every_form_of_callbacks_reaches_keras_on_jax_as_without_the_guard():
+    """Keras 3 on JAX reads the top level of the ``callbacks`` argument (whether each may be
+    called on another thread): a named tuple or a dict of the person's, held beside the
+    heartbeat, had failed the fit, and a single callback's calls had lost their thread (helper
+    21). The heartbeat now joins the list Keras made of theirs, told the fit's parameters."""
+    from .retry.test_compiled_step import printed_on_jax
+
+    forms = printed_on_jax(CALLBACK_FORMS, "FORMS")
+    for name, alone in forms["alone"].items():
+        guarded = forms["guarded"][name]
+        if isinstance(alone, str):  # Keras fails it without the guard: the same failure
+            assert guarded == alone, name
+            continue
+        kinds, asynchronous, _ = alone
+        assert guarded == [kinds, asynchronous, [{"epochs": 1}]], name
+
+
 def test_a_cell_that_imports_keras_itself_still_reports_steps(shell, monkeypatch):
     """The watchdog attaches to a Keras imported during the cell, at its next look."""
     import sys

@@ -139,6 +139,8 @@ class KerasHooks:
                     self._recorder,
                     self._watcher,
                     self._cell_thread,
+                    keras_2=name == "tf_keras"
+                    or not str(getattr(module, "__version__", "")).startswith("3."),
                 )
                 callback_list.__init__ = wrapper  # type: ignore[misc]
                 self._patched[name] = (callback_list, original, wrapper)
@@ -205,37 +207,57 @@ def _with_heartbeat(
     recorder: StepRecorder,
     watcher: FitWatcher | None = None,
     cell_thread: int | None = None,
+    *,
+    keras_2: bool = False,
 ) -> Callable[..., None]:
-    """``CallbackList.__init__`` that also puts a heartbeat callback in the list.
+    """``CallbackList.__init__`` that also puts a heartbeat callback in the list, leaving what
+    Keras makes of the person's callbacks as it is without the guard.
 
-    The callback goes in through the ``callbacks`` argument, not appended afterwards: Keras 2
-    decides at construction whether any callback wants the per-batch hooks. Only fits in
-    ``cell_thread`` are told to the ``watcher``.
+    Keras 2 decides at construction whether any callback wants the per-batch hooks, so there
+    the heartbeat goes in through the ``callbacks`` argument, beside theirs: Keras flattens the
+    two as it flattens theirs alone. Keras 3 also reads the argument's top level (whether each
+    callback may be called on another thread): there it goes in after construction, told the
+    model and the parameters as the others were. Only fits in ``cell_thread`` are told to the
+    ``watcher``.
     """
-    position = list(inspect.signature(init).parameters).index("callbacks")
+    signature = inspect.signature(init)
+    position = list(signature.parameters).index("callbacks")
 
     @functools.wraps(init)
     def with_heartbeat(*args: Any, **kwargs: Any) -> None:
         cells = watcher if threading.get_ident() == cell_thread else None
         heartbeat = callback_class(recorder, cells)
-        if len(args) > position:
-            args = (*args[:position], _added(args[position], heartbeat), *args[position + 1 :])
+        if not keras_2:
+            init(*args, **kwargs)
+            _joined(args[0], heartbeat, signature.bind(*args, **kwargs).arguments)
+        elif len(args) > position:
+            init(
+                *args[:position],
+                _beside(args[position], heartbeat),
+                *args[position + 1 :],
+                **kwargs,
+            )
         else:
-            kwargs["callbacks"] = _added(kwargs.get("callbacks"), heartbeat)
-        init(*args, **kwargs)
+            init(*args, **{**kwargs, "callbacks": _beside(kwargs.get("callbacks"), heartbeat)})
 
     return with_heartbeat
 
 
-def _added(callbacks: Any, heartbeat: Any) -> list[Any]:
-    """The person's callbacks (none, one, or a list) and the heartbeat, in a list that Keras
-    flattens as it would theirs alone. A subclass of ``list`` or ``tuple`` goes in whole, never
-    iterated by the guard: Keras 3 holds one as a single callback, Keras 2 reads its items."""
-    if callbacks is None:
-        return [heartbeat]
-    if type(callbacks) in (list, tuple):
-        return [*callbacks, heartbeat]
-    return [callbacks, heartbeat]
+def _beside(callbacks: Any, heartbeat: Any) -> list[Any]:
+    """The person's callbacks (none, one, or any nest of them) and the heartbeat, in a list that
+    Keras 2 flattens into theirs and the heartbeat: the guard never iterates theirs."""
+    return [heartbeat] if callbacks is None else [callbacks, heartbeat]
+
+
+def _joined(callback_list: Any, heartbeat: Any, arguments: dict[str, Any]) -> None:
+    """The heartbeat added to a Keras 3 ``CallbackList`` made of the person's callbacks, and
+    told what its ``__init__`` told each of them (the model, the fit's parameters)."""
+    callback_list.callbacks.append(heartbeat)
+    model, params = arguments.get("model"), arguments.get("params")
+    if model:
+        heartbeat.set_model(model)
+    if params:
+        heartbeat.set_params(params)
 
 
 @functools.cache
