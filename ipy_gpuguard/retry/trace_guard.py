@@ -23,6 +23,7 @@ person's other threads are not. Where the person profiles or traces their thread
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import contextvars
 import dis
@@ -62,8 +63,8 @@ class _Reached(BaseException):
 def without_persons_code(run: Callable[[], T], packages: Iterable[str]) -> T:
     """``run()``, watched, on a thread of its own: it may call the code of ``packages`` (and of
     what they require), the standard library's and the guard's; :class:`PersonsCode` where it
-    was about to call other code, or where this thread, or every new one, is profiled or traced
-    already.
+    was about to call other code, or where this thread is profiled or traced already. A hook
+    the person set for every new thread (``threading.setprofile``) is not put on that one.
 
     The thread is its own so that what the libraries keep per thread (Keras' scopes, JAX's trace
     state) and leave half put back where a stop skipped a cleanup of the person's (their wrapper
@@ -97,16 +98,24 @@ def _on_a_thread_of_its_own(call: Callable[[], T], watch: _Watch) -> T:
     the stop, or wrapped it in an error of its own)."""
     outcome: list[tuple[bool, Any]] = []
     context = contextvars.copy_context()
+    ended = _thread.allocate_lock()
+    ended.acquire()
 
     def trace() -> None:
         try:
             outcome.append((True, context.run(call)))
         except BaseException as error:  # carried to the caller's thread
             outcome.append((False, error))
+        finally:
+            ended.release()
 
-    thread = threading.Thread(target=trace, name="ipy_gpuguard trace", daemon=True)
-    thread.start()
-    thread.join()
+    # not threading's: it would run the person's ``threading.setprofile`` hook in the thread
+    _thread.start_new_thread(trace, ())
+    try:
+        ended.acquire()
+    except BaseException:  # a Ctrl-C: the trace stops as its next frame starts
+        watch.abandoned = True
+        raise
     returned, value = outcome[0]
     if watch.stopped is not None:
         raise PersonsCode(f"the trace reached code of the person's: {watch.stopped}")
@@ -116,10 +125,7 @@ def _on_a_thread_of_its_own(call: Callable[[], T], watch: _Watch) -> T:
 
 
 def _watched(run: Callable[[], T], watch: _Watch) -> T:
-    """``run()`` under the watch, on the trace's thread: a tool of the person's that profiles
-    or traces every new thread (``threading.setprofile``) would be displaced."""
-    if sys.getprofile() is not None or sys.gettrace() is not None:
-        raise PersonsCode("a profiler or a tracer watches every new thread")
+    """``run()`` under the watch, on the trace's thread."""
     tool = _free_tool()
     return _profiled(run, watch) if tool is None else _monitored(run, watch, tool)
 
@@ -134,10 +140,14 @@ class _Watch:
         #: A frame of the person's that the interpreter runs on its own: not watched inside.
         self.running_on_its_own: FrameType | None = None
         self.stopped: str | None = None
+        #: The caller no longer waits (a Ctrl-C): every frame is stopped as it starts.
+        self.abandoned = False
 
     def started(self, code: CodeType, frame: FrameType) -> str | None:
         """A frame of ``code`` starts: what it is, where it is code of the person's that the
         trace calls, to be stopped (:meth:`stop`)."""
+        if self.abandoned:
+            return "none: the caller was interrupted"
         verdict = self._verdicts.get(code)
         if verdict is None:
             verdict = self._verdicts[code] = _of_libraries(code, frame, self._allowed)

@@ -75,6 +75,21 @@ def test_a_thread_the_person_profiles_is_not_traced_and_keeps_its_profiler():
         sys.setprofile(None)
 
 
+def test_a_hook_the_person_set_for_every_new_thread_never_runs_in_the_trace():
+    """``threading.setprofile``: their profiler runs in each thread ``threading`` starts, and
+    the trace's thread had been one (helper 22: their hook ran 20 times, and the forecast was
+    refused)."""
+    import threading
+
+    heard = []
+    threading.setprofile(lambda frame, event, argument: heard.append(event))
+    try:
+        assert without_persons_code(library_work(), ()) == WORK
+    finally:
+        threading.setprofile(None)
+    assert heard == []
+
+
 def test_a_thread_the_persons_debugger_traces_is_not_traced():
     """Their debugger would stop at the guard's exception in the frame it stopped."""
     previous = sys.gettrace()
