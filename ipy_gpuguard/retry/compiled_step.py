@@ -21,8 +21,6 @@ Only the framework the person imported is used (``sys.modules``); nothing is imp
 
 from __future__ import annotations
 
-import collections
-import copy
 import inspect
 import os
 import sys
@@ -38,6 +36,7 @@ from .own_attributes import (
     qualified_name,
     sequence_items,
 )
+from .thread_state import ThreadState
 from .trace_guard import without_persons_code
 
 #: XLA's options for a program compiled only to be analysed, never run: no optimisation of the
@@ -158,10 +157,8 @@ def step_need_bytes(model: Any, x: Any, y: Any, batch: int) -> int:
     outputs, less what they alias, plus its temporaries. :class:`.trace_guard.PersonsCode`
     where reading the model's state or tracing its step would have run code of the person's."""
     jax = sys.modules["jax"]
-    state = _keras_thread_state()
-    lowered = without_persons_code(
-        lambda: _lowered(jax, model, x, y, batch, keras_state=state), TRACED
-    )
+    fits_thread = ThreadState.of_this_thread()
+    lowered = without_persons_code(lambda: _lowered(jax, model, x, y, batch, fits_thread), TRACED)
     try:
         compiled = lowered.compile(compiler_options=ANALYSIS_ONLY)
     except Exception:  # a JAX whose XLA does not take these options
@@ -175,29 +172,10 @@ def step_need_bytes(model: Any, x: Any, y: Any, batch: int) -> int:
     )
 
 
-def _keras_thread_state() -> dict[str, Any]:
-    """What Keras keeps for this thread (its distribution, dtype policy, name counters), for
-    the trace's own thread; containers copied, so that the trace adds nothing to this one's."""
-    tracker = getattr(sys.modules.get(_KERAS_STATE), "GLOBAL_STATE_TRACKER", None)
-    held = getattr(tracker, "__dict__", {})
-    return {
-        name: copy.copy(value) if type(value) in _CONTAINERS else value
-        for name, value in dict.items(held)
-    }
-
-
-#: Where Keras 3 keeps its state per thread.
-_KERAS_STATE = "keras.src.backend.common.global_state"
-#: The kinds of Keras' state copied for the trace (the rest it only reads).
-_CONTAINERS = (list, dict, set, collections.defaultdict)
-
-
-def _lowered(jax: Any, model: Any, x: Any, y: Any, batch: int, keras_state: dict[str, Any]) -> Any:
+def _lowered(jax: Any, model: Any, x: Any, y: Any, batch: int, fits_thread: ThreadState) -> Any:
     """The train step lowered for the shapes of the model's state and of one batch, on the
-    trace's thread, whose Keras state is first made ``keras_state``."""
-    tracker = getattr(sys.modules.get(_KERAS_STATE), "GLOBAL_STATE_TRACKER", None)
-    if tracker is not None:
-        vars(tracker).update(keras_state)
+    trace's thread, in the state of the fit's."""
+    fits_thread.put_on_this_thread()
     step = jax.jit(model.train_step, donate_argnums=0)  # as Keras jits it
     state = (
         _specs(jax, model.trainable_variables),

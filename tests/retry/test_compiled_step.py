@@ -348,3 +348,42 @@ def test_a_model_spread_over_devices_by_keras_distribution_is_traced():
     only, need = printed_on_jax(DATA_PARALLEL, "SPREAD")
     assert only is True
     assert need > 0
+
+
+ON_A_DEVICE = """
+import functools, json, os, sys
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+sys.path.insert(0, {root!r})
+import jax, keras, numpy as np
+from ipy_gpuguard.retry import compiled_step
+from ipy_gpuguard.retry.thread_state import ThreadState
+from ipy_gpuguard.retry.trace_guard import without_persons_code
+
+model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4), keras.layers.Dense(1)])
+model.compile("adam", "mse")
+x = np.zeros((64, 8), "float32")
+seen = {{}}
+
+class Forecast(keras.callbacks.Callback):
+    def on_train_begin(self, logs=None):
+        lower = functools.partial(
+            compiled_step._lowered, jax, model, x, x[:, :1], 16, ThreadState.of_this_thread()
+        )
+        for where, lowered in (("the fit's thread", lower()),
+                               ("the trace's", without_persons_code(lower, compiled_step.TRACED))):
+            seen[where] = str(lowered.compile().input_shardings[0][0][0])
+
+with keras.device("cpu:1"):
+    model.fit(x, x[:, :1], batch_size=16, epochs=1, verbose=0, callbacks=[Forecast()])
+print("DEVICE", json.dumps(seen))
+"""
+
+
+@pytest.mark.tensorflow
+def test_the_step_is_traced_for_the_device_the_fit_runs_on():
+    """``keras.device`` sets JAX's default device for the fit's thread only: the trace's own
+    thread had lowered the step for the first device (helper 22), which on a GPU machine would
+    be the GPU's program for a fit on the CPU."""
+    seen = printed_on_jax(ON_A_DEVICE, "DEVICE")
+    assert "id=1" in seen["the fit's thread"]
+    assert seen["the trace's"] == seen["the fit's thread"]
