@@ -334,12 +334,14 @@ def _of_libraries(code: CodeType, frame: FrameType, allowed: frozenset[str]) -> 
     or code a library generated (a dataclass's ``__init__``, a named tuple's ``__new__``),
     judged by the module whose globals it runs in."""
     filename = code.co_filename
+    if type(filename) is not str:  # a subclass's methods are theirs
+        return False
     if filename.startswith("<frozen "):
         return filename[len("<frozen ") : -1].split(".")[0] in sys.stdlib_module_names
     if filename.startswith("<"):
         namespace = frame.f_globals  # read through dict's own methods: a subclass is theirs
         module_name = dict.get(namespace, "__name__")
-        if not isinstance(module_name, str):
+        if type(module_name) is not str:  # a subclass's methods are theirs
             return False
         if (
             module_name.startswith("namedtuple_")
@@ -347,12 +349,12 @@ def _of_libraries(code: CodeType, frame: FrameType, allowed: frozenset[str]) -> 
         ):
             return True  # a named tuple's __new__, which collections makes: no code of the person's
         module = dict.get(sys.modules, module_name)
-        if not isinstance(module, ModuleType):
+        if not issubclass(type(module), ModuleType):  # never their ``__class__``
             return False
         module_namespace = _MODULE_NAMESPACE.__get__(module)
         source = dict.get(module_namespace, "__file__")
         return (
-            isinstance(source, str)
+            type(source) is str
             and library_package(source) in allowed
             and namespace is module_namespace  # code that runs in the module, not in its name
         )

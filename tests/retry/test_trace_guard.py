@@ -218,6 +218,30 @@ def test_code_made_in_the_notebook_under_a_librarys_name_is_the_persons():
     assert ran == []
 
 
+def test_the_watch_reads_a_module_name_of_the_persons_without_its_methods():
+    """A ``str`` subclass as the ``__name__`` of code exec'd in the notebook: its
+    ``startswith`` and ``__hash__`` had run in the watch (helper 21)."""
+    asked = []
+
+    class Name(str):
+        def startswith(self, *prefixes):
+            asked.append("startswith")
+            return str.startswith(self, *prefixes)
+
+        def __hash__(self):
+            asked.append("__hash__")
+            return str.__hash__(self)
+
+    made = {"__name__": Name("json"), "ran": []}
+    made_in(made)
+    with pytest.raises(PersonsCode, match="persons_default"):
+        without_persons_code(
+            functools.partial(json.dumps, {1j}, default=made["persons_default"]), ()
+        )
+    assert asked == []
+    assert made["ran"] == []
+
+
 def test_a_dataclass_a_library_made_is_the_librarys():
     """Its ``__init__`` is code a library generated (``<string>``), run in the module's own
     globals."""
