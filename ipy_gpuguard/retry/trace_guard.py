@@ -152,6 +152,8 @@ class _Watch:
         if verdict is None:
             verdict = self._verdicts[code] = _of_libraries(code, frame, self._allowed)
         if verdict:
+            if code.co_name == "__del__" and _finalizing(code, frame):
+                self.running_on_its_own = frame  # a library's finalizer, with what it calls
             return None
         caller = frame.f_back
         if (
@@ -200,7 +202,10 @@ def _profiled(run: Callable[[], T], watch: _Watch) -> T:
         return ended
 
     def stop_if_theirs(frame: FrameType, put_on_the_other: Callable[[], None]) -> None:
-        reached = watch.started(frame.f_code, frame)
+        try:
+            reached = watch.started(frame.f_code, frame)
+        except Exception as error:  # near the recursion limit: a stop, not a watch taken off
+            reached = f"none: the watch failed ({type(error).__name__})"
         if reached is not None:
             with contextlib.suppress(Exception):  # an audit hook of theirs may refuse it
                 put_on_the_other()
@@ -210,8 +215,11 @@ def _profiled(run: Callable[[], T], watch: _Watch) -> T:
     try:
         return run()
     finally:
+        watched = sys.getprofile() is profile or sys.gettrace() is trace
         sys.setprofile(None)
         sys.settrace(None)
+        if not watched and watch.stopped is None:  # Python took it off as it failed to call it
+            watch.stopped = "none: the watch was taken off"
 
 
 def _monitored(run: Callable[[], T], watch: _Watch, tool: int) -> T:

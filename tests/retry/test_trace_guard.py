@@ -9,6 +9,7 @@ import gc
 import json
 import signal
 import sys
+import types
 import weakref
 
 import pytest
@@ -369,6 +370,55 @@ def test_code_of_the_persons_a_library_calls_as_it_unwinds_from_a_stop_is_stoppe
     with pytest.raises(PersonsCode, match="first"):
         without_persons_code(functools.partial(stack.__exit__, None, None, None), ())
     assert ran == []
+
+
+def test_a_librarys_finalizer_runs_the_persons_override_as_without_the_guard(capfd):
+    """The standard library's ``Wave_write.__del__`` calls ``close``, which the person's
+    subclass overrides: freed in the trace, the finalizer's call was stopped, and Python printed
+    the guard's exception (helper 23). Finalizers run as without the guard."""
+    import io
+    import wave
+
+    closed = []
+
+    class Writer(wave.Wave_write):
+        def close(self):
+            closed.append("their close")
+
+    holder = {"writer": Writer(io.BytesIO())}
+    without_persons_code(functools.partial(dict.clear, holder), ())
+    assert closed == ["their close"]
+    assert "Exception ignored" not in capfd.readouterr().err
+
+
+@pytest.mark.skipif(
+    sys.version_info >= (3, 12),
+    reason="sys.monitoring calls its callback at any depth: the watch is never taken off",
+)
+def test_a_watch_python_took_off_near_the_recursion_limit_refuses_the_trace():
+    """Library code that recurses to the limit and goes on: Python fails to call the profile
+    function and takes it off, and the trace had been made unwatched (helper 23)."""
+    library = types.ModuleType("guard_tests_library")
+    library.__file__ = json.__file__  # the standard library's, to the watch
+    sys.modules[library.__name__] = library
+    try:
+        exec(compile(RECURSING_LIBRARY, "<library>", "exec"), vars(library))
+        with pytest.raises(PersonsCode, match="the watch was taken off"):
+            without_persons_code(functools.partial(library.recurse, 10**6), ())
+    finally:
+        del sys.modules[library.__name__]
+
+
+RECURSING_LIBRARY = """
+def deep(n):
+    return 0 if n == 0 else 1 + deep(n - 1)
+
+def recurse(n):
+    try:
+        return deep(n)
+    except RecursionError:
+        return None
+"""
 
 
 def test_the_persons_other_threads_run_on_unwatched_during_a_trace():
