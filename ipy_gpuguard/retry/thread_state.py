@@ -34,6 +34,7 @@ class ThreadState:
 
     @classmethod
     def of_this_thread(cls) -> ThreadState:
+        """This thread's state, taken as the fit's thread calls for a trace."""
         tracker = getattr(sys.modules.get(KERAS_STATE), "GLOBAL_STATE_TRACKER", None)
         held = getattr(tracker, "__dict__", {})
         keras = {

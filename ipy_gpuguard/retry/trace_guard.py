@@ -69,8 +69,8 @@ def without_persons_code(run: Callable[[], T], packages: Iterable[str]) -> T:
     The thread is its own so that what the libraries keep per thread (Keras' scopes, JAX's trace
     state) and leave half put back where a stop skipped a cleanup of the person's (their wrapper
     of a library's ``__exit__``) ends with it, and the person's thread carries on as before.
-    ``run`` brings along what it needs of its caller's (:func:`contextvars.copy_context`'s
-    variables come along).
+    The caller's context variables come along; what else ``run`` needs of the caller's thread
+    it brings itself (:mod:`.thread_state`).
 
     Code of the person's that the interpreter itself runs while the trace does is theirs to run
     as it would without the guard, and is not watched inside: a finalizer (``__del__``, a weak
@@ -101,7 +101,7 @@ def _on_a_thread_of_its_own(call: Callable[[], T], watch: _Watch) -> T:
     ended = _thread.allocate_lock()
     ended.acquire()
 
-    def trace() -> None:
+    def on_the_new_thread() -> None:
         try:
             outcome.append((True, context.run(call)))
         except BaseException as error:  # carried to the caller's thread
@@ -110,7 +110,7 @@ def _on_a_thread_of_its_own(call: Callable[[], T], watch: _Watch) -> T:
             ended.release()
 
     # not threading's: it would run the person's ``threading.setprofile`` hook in the thread
-    _thread.start_new_thread(trace, ())
+    _thread.start_new_thread(on_the_new_thread, ())
     try:
         ended.acquire()
     except BaseException:  # a Ctrl-C: the trace stops as its next frame starts
