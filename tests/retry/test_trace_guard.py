@@ -201,22 +201,22 @@ def test_the_libraries_a_trace_may_run_are_those_required_however_deep():
     assert "ipywidgets" not in allowed  # installed, but no requirement of IPython's
 
 
-def made_in(namespace: dict) -> None:
-    """``persons_default`` exec'd in ``namespace``: it notes each value in its ``ran``."""
+def refused_in(namespace: dict) -> None:
+    """``persons_default`` exec'd in ``namespace`` (it notes each value in its ``ran``), and a
+    trace that calls it: refused, naming it, and it never ran."""
     exec("def persons_default(value):\n    ran.append(value)\n    return str(value)\n", namespace)
+    with pytest.raises(PersonsCode, match="persons_default"):
+        without_persons_code(
+            functools.partial(json.dumps, {1j}, default=namespace["persons_default"]), ()
+        )
+    assert namespace["ran"] == []
 
 
 def test_code_made_in_the_notebook_under_a_librarys_name_is_the_persons():
     """``exec`` with globals that say ``__name__ = "json"`` makes code of the person's, not
     json's, whose module globals it does not run in."""
-    ran = []
-    made = {"__name__": "json", "ran": ran}
-    made_in(made)
-    with pytest.raises(PersonsCode, match="persons_default"):
-        without_persons_code(
-            functools.partial(json.dumps, {1j}, default=made["persons_default"]), ()
-        )
-    assert ran == []
+    made = {"__name__": "json", "ran": []}
+    refused_in(made)
 
 
 def test_the_watch_reads_a_module_name_of_the_persons_without_its_methods():
@@ -234,13 +234,8 @@ def test_the_watch_reads_a_module_name_of_the_persons_without_its_methods():
             return str.__hash__(self)
 
     made = {"__name__": Name("json"), "ran": []}
-    made_in(made)
-    with pytest.raises(PersonsCode, match="persons_default"):
-        without_persons_code(
-            functools.partial(json.dumps, {1j}, default=made["persons_default"]), ()
-        )
+    refused_in(made)
     assert asked == []
-    assert made["ran"] == []
 
 
 def test_a_dataclass_a_library_made_is_the_librarys():
@@ -263,14 +258,8 @@ def test_a_named_tuples_new_is_collections_and_a_name_taken_from_it_is_not():
 
     pair = collections.namedtuple("Pair", "left right")
     assert without_persons_code(functools.partial(pair, 1, 2), ()) == (1, 2)
-    ran = []
-    made = {"__name__": "namedtuple_Pair", "ran": ran}
-    made_in(made)
-    with pytest.raises(PersonsCode, match="persons_default"):
-        without_persons_code(
-            functools.partial(json.dumps, {1j}, default=made["persons_default"]), ()
-        )
-    assert ran == []
+    made = {"__name__": "namedtuple_Pair", "ran": []}
+    refused_in(made)
 
 
 def test_a_finalizer_by_another_name_runs_as_its_object_is_freed_in_a_trace(capfd):
@@ -341,13 +330,8 @@ def test_the_watch_reads_a_namespace_of_the_persons_without_its_methods():
             return super().get(key, default)
 
     made = Namespace(__name__="json", ran=[])
-    made_in(made)
-    with pytest.raises(PersonsCode, match="persons_default"):
-        without_persons_code(
-            functools.partial(json.dumps, {1j}, default=made["persons_default"]), ()
-        )
+    refused_in(made)
     assert asked == []
-    assert made["ran"] == []
 
 
 def test_code_of_the_persons_a_library_calls_as_it_unwinds_from_a_stop_is_stopped_too():
