@@ -142,6 +142,31 @@ def test_a_list_of_callbacks_of_the_persons_reaches_keras_as_without_the_guard(k
     assert keras_shell.user_ns["Callbacks"].iterated == 0
 
 
+COUNTED_MODEL = """
+class Counted(keras.Sequential):
+    asked = 0
+    def __bool__(self):
+        Counted.asked += 1
+        return True
+
+counted = Counted([keras.Input((4,)), keras.layers.Dense(1)])
+counted.compile("sgd", "mse")
+"""
+
+
+def test_the_heartbeat_asks_nothing_of_the_persons_model(keras_shell):
+    """Keras asks a model's truth as it hands it to its callbacks; the guard's heartbeat had asked
+    it once more, running a ``__bool__`` of the person's."""
+    assert keras_shell.run_cell(COUNTED_MODEL).success
+    fit = "counted.fit(np.zeros((16, 4)), np.zeros((16, 1)), batch_size=8, verbose=0)\n"
+    asked = []
+    for prefix in ("", "%%gpuguard\n"):
+        keras_shell.user_ns["Counted"].asked = 0
+        assert keras_shell.run_cell(prefix + fit).success
+        asked.append(keras_shell.user_ns["Counted"].asked)
+    assert asked[1] == asked[0]
+
+
 CALLBACK_FORMS = """
 import collections, json, sys
 sys.path.insert(0, {root!r})

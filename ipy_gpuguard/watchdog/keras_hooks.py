@@ -254,7 +254,7 @@ def _joined(callback_list: Any, heartbeat: Any, arguments: dict[str, Any]) -> No
     told what its ``__init__`` told each of them (the model, the fit's parameters)."""
     callback_list.callbacks.append(heartbeat)
     model, params = arguments.get("model"), arguments.get("params")
-    if model:
+    if model is not None:  # never the model's truth: its ``__bool__`` may be the person's
         heartbeat.set_model(model)
     if params:
         heartbeat.set_params(params)
